@@ -1,0 +1,115 @@
+"""Settings shared by the indexer CLI, the search CLI and the web app.
+
+Everything comes from the environment, optionally seeded from a `.env` file in the
+working directory, so one place documents every knob (see README, "Configuration").
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from dotenv import load_dotenv
+
+
+def _env(name: str, default: str = "") -> str:
+    value = os.environ.get(name, "")
+    return value.strip() if value.strip() else default
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = _env(name)
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = _env(name)
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    raw = _env(name).lower()
+    if not raw:
+        return default
+    return raw in {"1", "true", "yes", "on"}
+
+
+def default_data_dir() -> Path:
+    """`~/.codeqa` unless CODEQA_DATA_DIR says otherwise."""
+    return Path(_env("CODEQA_DATA_DIR", str(Path.home() / ".codeqa"))).expanduser()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One immutable bag of configuration; build it with `Settings.from_env()`."""
+
+    data_dir: Path = field(default_factory=default_data_dir)
+    lancedb_uri: str = ""  # defaults to <data_dir>/lancedb; may be s3://, gs://, az://
+    max_file_bytes: int = 1_000_000
+
+    # Embeddings: "local" (all-MiniLM-L6-v2 shipped in a PyPI wheel) or "openai" (any
+    # OpenAI-compatible /v1/embeddings endpoint).
+    embedding_provider: str = "local"
+    embedding_model: str = "all-MiniLM-L6-v2"
+    embedding_base_url: str = ""
+    embedding_api_key: str = ""
+    embedding_batch_size: int = 32
+
+    # Chat/HyDE LLM: any OpenAI-compatible endpoint; empty base URL = embedded llama.cpp.
+    llm_base_url: str = ""
+    llm_api_key: str = ""
+    hyde_model: str = ""
+    chat_model: str = ""
+    llm_timeout: float = 120.0
+    local_llm: bool = True  # start the embedded llama.cpp server when no endpoint is set
+    local_llm_threads: int = 1
+
+    # Reranking
+    rerank: bool = False
+    colbert_model: str = "answerdotai/answerai-colbert-small-v1"
+
+    # Web app
+    redis_url: str = ""
+    secret_key: str = ""
+    history_ttl_seconds: int = 7 * 24 * 3600
+
+    @classmethod
+    def from_env(cls, dotenv_path: str | Path | None = None, **overrides: object) -> "Settings":
+        """Read the environment (after `.env`), then apply explicit overrides."""
+        load_dotenv(dotenv_path or Path.cwd() / ".env", override=False)
+        data_dir = default_data_dir()
+        openai_key = _env("OPENAI_API_KEY")
+        settings = cls(
+            data_dir=data_dir,
+            lancedb_uri=_env("CODEQA_LANCEDB_URI", str(data_dir / "lancedb")),
+            max_file_bytes=_env_int("CODEQA_MAX_FILE_BYTES", 1_000_000),
+            embedding_provider=_env("CODEQA_EMBEDDING_PROVIDER", "local").lower(),
+            embedding_model=_env("CODEQA_EMBEDDING_MODEL", "all-MiniLM-L6-v2"),
+            embedding_base_url=_env("CODEQA_EMBEDDING_BASE_URL"),
+            embedding_api_key=_env("CODEQA_EMBEDDING_API_KEY", openai_key),
+            embedding_batch_size=_env_int("CODEQA_EMBEDDING_BATCH_SIZE", 32),
+            llm_base_url=_env("CODEQA_LLM_BASE_URL"),
+            llm_api_key=_env("CODEQA_LLM_API_KEY", openai_key),
+            hyde_model=_env("CODEQA_HYDE_MODEL"),
+            chat_model=_env("CODEQA_CHAT_MODEL"),
+            llm_timeout=_env_float("CODEQA_LLM_TIMEOUT", 120.0),
+            local_llm=_env_bool("CODEQA_LOCAL_LLM", True),
+            local_llm_threads=_env_int("CODEQA_LOCAL_LLM_THREADS", 1),
+            rerank=_env_bool("CODEQA_RERANK", False),
+            colbert_model=_env("CODEQA_COLBERT_MODEL", "answerdotai/answerai-colbert-small-v1"),
+            redis_url=_env("REDIS_URL"),
+            secret_key=_env("CODEQA_SECRET_KEY"),
+            history_ttl_seconds=_env_int("CODEQA_HISTORY_TTL", 7 * 24 * 3600),
+        )
+        return replace(settings, **overrides) if overrides else settings
