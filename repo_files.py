@@ -1,0 +1,330 @@
+"""Walk a repository and decide, file by file, what gets indexed and why not.
+
+One pass over the tree with `os.scandir`, pruning ignored and vendored directories
+without descending into them, so huge `node_modules` or build trees cost one stat.
+
+Decisions worth knowing:
+- `.gitignore` files are honoured at every level (patterns relative to their own
+  directory, deeper files win), plus `.git/info/exclude`. The user's global
+  `core.excludesFile` is not read: the index should not depend on who runs it.
+- Symlinks are never followed. A link pointing outside the repo is `symlink_outside`;
+  a directory link to itself or an ancestor is `symlink_loop`; any other link inside
+  the repo is `symlink_duplicate`, because its target is indexed under its real path
+  (a target that is itself ignored stays unindexed). A dangling link is `unreadable`.
+  Not following links makes loops impossible by construction.
+- Fifos, sockets and devices are `unreadable`: opening a fifo would block the walk.
+- `third_party` counts as vendored: by convention it holds copied upstream code.
+- Skip counts for `ignored` and `vendored` count pruned directories once each.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import os
+import stat
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import pathspec
+
+from treesitter import language_for_path
+
+VENDORED_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", "node_modules", "bower_components", "venv", ".venv",
+        "site-packages", "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
+        ".ruff_cache", ".idea", ".gradle", ".next", ".nuxt", "dist", "build", "target",
+        "vendor", "Pods", "third_party", ".eggs",
+    }
+)
+# A directory holding one of these files is a virtualenv whatever its name.
+VENDORED_MARKERS = ("pyvenv.cfg",)
+
+DOC_EXTENSIONS = {".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text"}
+DOC_LANGUAGES = frozenset(DOC_EXTENSIONS.values())
+# Extensionless project documents, matched case-insensitively.
+DOC_NAMES = frozenset(
+    {"readme", "changes", "changelog", "history", "news", "authors", "contributing",
+     "install", "license", "copying", "notice", "todo"}
+)
+BINARY_EXTENSIONS = frozenset(
+    {
+        ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tiff", ".psd",
+        ".pdf", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".tar", ".jar",
+        ".war", ".class", ".so", ".dylib", ".dll", ".exe", ".o", ".a", ".lib", ".obj",
+        ".pyc", ".pyo", ".whl", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp3",
+        ".mp4", ".wav", ".ogg", ".flac", ".mov", ".avi", ".mkv", ".sqlite", ".db",
+        ".bin", ".npy", ".npz", ".pkl", ".parquet", ".onnx", ".pt", ".gguf", ".wasm",
+    }
+)
+BINARY_SNIFF_BYTES = 8192
+MINIFIED_MIN_BYTES = 4096
+MINIFIED_AVG_LINE = 300
+MINIFIED_MAX_LINE = 5000
+MAX_EXAMPLES = 5
+
+
+class RepoPathError(ValueError):
+    """The repository root is missing or not a directory."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file that will be indexed."""
+
+    path: str
+    abs_path: Path
+    language: str
+    text: str
+    sha256: str
+    size: int
+    decoded_with_replacement: bool
+
+
+@dataclass
+class WalkReport:
+    """Indexed files plus an account of everything left out."""
+
+    files: list[SourceFile] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    skipped_examples: dict[str, list[str]] = field(default_factory=dict)
+    non_utf8: int = 0
+
+    def skip(self, reason: str, rel_path: str) -> None:
+        """Count a skipped path and keep a few examples for the CLI summary."""
+        self.skipped[reason] += 1
+        examples = self.skipped_examples.setdefault(reason, [])
+        if len(examples) < MAX_EXAMPLES:
+            examples.append(rel_path)
+
+
+@dataclass(frozen=True)
+class _IgnoreLayer:
+    """The patterns of one `.gitignore`, relative to `base` ("" or "dir/sub/")."""
+
+    base: str
+    spec: pathspec.GitIgnoreSpec
+
+
+def hash_bytes(data: bytes) -> str:
+    """Hex sha256 of raw file bytes: the content identity used for re-index checks."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def language_for(rel_path: str) -> str | None:
+    """Doc language for documents, else the tree-sitter language, else None."""
+    pure = PurePosixPath(rel_path)
+    suffix = pure.suffix.lower()
+    if suffix in DOC_EXTENSIONS:
+        return DOC_EXTENSIONS[suffix]
+    if not suffix and pure.name.lower() in DOC_NAMES:
+        return "text"
+    return language_for_path(rel_path)
+
+
+def _is_ignored(rel_path: str, is_dir: bool, layers: tuple[_IgnoreLayer, ...]) -> bool:
+    """Git semantics: the deepest `.gitignore` with a matching pattern decides."""
+    for layer in reversed(layers):
+        if not rel_path.startswith(layer.base):
+            continue
+        local = rel_path[len(layer.base):] + ("/" if is_dir else "")
+        verdict = layer.spec.check_file(local).include
+        if verdict is not None:
+            return verdict
+    return False
+
+
+def _read_patterns(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read().splitlines()
+    except OSError:
+        return []
+
+
+def _layer_for(abs_dir: str, rel_dir: str, is_root: bool) -> _IgnoreLayer | None:
+    lines = _read_patterns(os.path.join(abs_dir, ".gitignore"))
+    if is_root:
+        # exclude comes first so the checked-in .gitignore overrides it.
+        lines = _read_patterns(os.path.join(abs_dir, ".git", "info", "exclude")) + lines
+    if not any(line.strip() and not line.startswith("#") for line in lines):
+        return None
+    return _IgnoreLayer(rel_dir, pathspec.GitIgnoreSpec.from_lines(lines))
+
+
+def _is_vendored_dir(entry: os.DirEntry[str]) -> bool:
+    if entry.name in VENDORED_DIRS:
+        return True
+    return any(os.path.isfile(os.path.join(entry.path, marker)) for marker in VENDORED_MARKERS)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _symlink_reason(entry: os.DirEntry[str], root: str) -> str:
+    """Why a symlink is skipped: links are never followed (see module docstring)."""
+    target = os.path.realpath(entry.path)
+    if not _within(target, root):
+        return "symlink_outside"
+    if not os.path.exists(target):
+        return "unreadable"
+    link_dir = os.path.realpath(os.path.dirname(entry.path))
+    if os.path.isdir(target) and _within(link_dir, target):
+        return "symlink_loop"
+    return "symlink_duplicate"
+
+
+def _looks_minified(rel_path: str, data: bytes) -> bool:
+    """Minified or generated: long lines on average, or one huge line holding most bytes.
+
+    A single long line alone is not enough: real modules embed a long template or
+    table line (seen in transformers and sympy) and must stay indexed.
+    """
+    if ".min." in PurePosixPath(rel_path).name.lower():
+        return True
+    if len(data) < MINIFIED_MIN_BYTES:
+        return False
+    lines = data.split(b"\n")
+    longest = max(map(len, lines))
+    if longest > MINIFIED_MAX_LINE and longest * 2 > len(data):
+        return True
+    return len(data) / len(lines) > MINIFIED_AVG_LINE
+
+
+def _decode(data: bytes) -> tuple[str, bool]:
+    """UTF-8 without BOM; undecodable bytes become U+FFFD rather than losing the file."""
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        return data.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace"), True
+
+
+class _Walker:
+    """Holds the walk's state so each step stays a small method."""
+
+    def __init__(self, root: Path, max_file_bytes: int) -> None:
+        self.root = root
+        self.root_str = str(root)
+        self.max_file_bytes = max_file_bytes
+        self.report = WalkReport()
+
+    def run(self) -> WalkReport:
+        stack: list[tuple[str, str, tuple[_IgnoreLayer, ...]]] = [(self.root_str, "", ())]
+        while stack:
+            abs_dir, rel_dir, layers = stack.pop()
+            layer = _layer_for(abs_dir, rel_dir, is_root=not rel_dir)
+            if layer is not None:
+                layers = (*layers, layer)
+            stack.extend(self._scan_dir(abs_dir, rel_dir, layers))
+        self.report.files.sort(key=lambda source: source.path)
+        return self.report
+
+    def _scan_dir(
+        self, abs_dir: str, rel_dir: str, layers: tuple[_IgnoreLayer, ...]
+    ) -> list[tuple[str, str, tuple[_IgnoreLayer, ...]]]:
+        """Handle the files of one directory; return its subdirectories to visit."""
+        try:
+            with os.scandir(abs_dir) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError:
+            self.report.skip("unreadable", rel_dir.rstrip("/") or ".")
+            return []
+        subdirs = []
+        for entry in entries:
+            rel_path = rel_dir + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if self._keep_dir(entry, rel_path, layers):
+                    subdirs.append((entry.path, rel_path + "/", layers))
+            else:
+                self._visit_file(entry, rel_path, layers)
+        return subdirs
+
+    def _keep_dir(
+        self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...]
+    ) -> bool:
+        if _is_vendored_dir(entry):
+            self.report.skip("vendored", rel_path + "/")
+            return False
+        if _is_ignored(rel_path, True, layers):
+            self.report.skip("ignored", rel_path + "/")
+            return False
+        return True
+
+    def _visit_file(
+        self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...]
+    ) -> None:
+        language = language_for(rel_path)
+        reason = self._file_skip_reason(entry, rel_path, language, layers)
+        if reason is None and language is not None:
+            reason = self._read_and_add(entry, rel_path, language)
+        if reason is not None:
+            self.report.skip(reason, rel_path)
+
+    def _file_skip_reason(
+        self,
+        entry: os.DirEntry[str],
+        rel_path: str,
+        language: str | None,
+        layers: tuple[_IgnoreLayer, ...],
+    ) -> str | None:
+        """Checks that need no file content, cheapest first."""
+        if _is_ignored(rel_path, False, layers):
+            return "ignored"
+        if entry.is_symlink():
+            return _symlink_reason(entry, self.root_str)
+        if PurePosixPath(rel_path).suffix.lower() in BINARY_EXTENSIONS:
+            return "binary"
+        if language is None:
+            return "unsupported"
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            return "unreadable"
+        if not stat.S_ISREG(info.st_mode):
+            return "unreadable"
+        if info.st_size > self.max_file_bytes:
+            return "too_large"
+        return None
+
+    def _read_and_add(self, entry: os.DirEntry[str], rel_path: str, language: str) -> str | None:
+        """Read, sniff and decode one file; return a skip reason or None when added."""
+        try:
+            with open(entry.path, "rb") as handle:
+                data = handle.read(self.max_file_bytes + 1)
+        except OSError:
+            return "unreadable"
+        if len(data) > self.max_file_bytes:
+            return "too_large"
+        if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+            return "binary"
+        if language not in DOC_LANGUAGES and _looks_minified(rel_path, data):
+            return "minified"
+        text, replaced = _decode(data)
+        self.report.non_utf8 += replaced
+        self.report.files.append(
+            SourceFile(
+                path=rel_path,
+                abs_path=Path(entry.path),
+                language=language,
+                text=text,
+                sha256=hash_bytes(data),
+                size=len(data),
+                decoded_with_replacement=replaced,
+            )
+        )
+        return None
+
+
+def walk_repo(root: Path, max_file_bytes: int = 1_000_000) -> WalkReport:
+    """Every indexable file under `root`, sorted by path, and why the rest was skipped."""
+    root = Path(root).expanduser()
+    if not root.exists():
+        raise RepoPathError(f"Repository path does not exist: {root}")
+    if not root.is_dir():
+        raise RepoPathError(f"Repository path is not a directory: {root}")
+    return _Walker(root.resolve(), max_file_bytes).run()
