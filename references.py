@@ -1,0 +1,216 @@
+"""Resolve raw reference sites (names at call/new/type positions) to the definitions they use.
+
+Runs over the whole repo after every index run, from the per-file parse results kept in the
+manifest, so an edit in one file updates "used in" lists everywhere without re-parsing.
+Resolution stays within a language family; when a name is ambiguous the candidates are
+narrowed by qualifier, `self`/`this`, same file, imports and same package, and every use
+records which of those decided it.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from typing import Iterable
+
+# Languages whose code calls each other's definitions directly.
+LANGUAGE_FAMILY = {"typescript": "javascript", "cpp": "c"}
+METHOD_KINDS = frozenset({"function", "method", "constructor"})
+INSTANTIABLE_KINDS = frozenset({"class", "struct", "record", "enum", "union"})
+SELF_NAMES = frozenset({"self", "this", "Self", "cls", "super"})
+CONSTRUCTOR_CALLS = frozenset({"new", "__init__", "constructor"})
+_MODULE_NOISE = frozenset({"crate", "self", "super", "std", "", ".", ".."})
+_SOURCE_EXT = re.compile(r"\.(h|hh|hpp|hxx|c|cc|cpp|cxx|js|jsx|mjs|cjs|ts|tsx|py|rs|go|java)$")
+
+
+@dataclass(frozen=True)
+class SymbolInfo:
+    """What the resolver needs to know about one indexed definition."""
+
+    id: str
+    file_path: str
+    language: str
+    kind: str
+    name: str
+    qualified_name: str
+    parent: str | None
+
+
+@dataclass(frozen=True)
+class ReferenceSite:
+    """One place a name is used, as the parser found it."""
+
+    name: str
+    kind: str  # call | new | type
+    qualifier: str | None
+    line: int
+    column: int
+    text: str
+    enclosing: str | None
+
+
+@dataclass(frozen=True)
+class FileReferences:
+    file_path: str
+    language: str
+    references: list[ReferenceSite]
+    imports: list[str]
+    imported_names: list[str]
+
+
+@dataclass(frozen=True)
+class Use:
+    """A resolved use of a definition, stored with its row."""
+
+    file_path: str
+    line: int
+    column: int
+    text: str
+    kind: str  # call | new (instantiation) | type
+    resolution: str  # unique | qualified | self | same_file | import | same_package | ambiguous
+    caller: str
+
+    def to_row(self) -> dict:
+        return asdict(self)
+
+
+def family(language: str) -> str:
+    return LANGUAGE_FAMILY.get(language, language)
+
+
+def resolve_references(symbols: Iterable[SymbolInfo],
+                       files: Iterable[FileReferences]) -> dict[str, list[Use]]:
+    """Map each definition id to its uses, sorted by file, line and column."""
+    symbols = list(symbols)
+    by_name: dict[tuple[str, str], list[SymbolInfo]] = defaultdict(list)
+    by_qualified: dict[tuple[str, str], SymbolInfo] = {}
+    for symbol in symbols:
+        by_name[(family(symbol.language), symbol.name)].append(symbol)
+        by_qualified.setdefault((symbol.file_path, symbol.qualified_name), symbol)
+
+    uses: dict[str, list[Use]] = defaultdict(list)
+    for file in files:
+        fam = family(file.language)
+        for site in file.references:
+            caller = by_qualified.get((file.file_path, site.enclosing or ""))
+            for target, kind, how in _resolve_site(site, file, fam, by_name, caller):
+                uses[target.id].append(Use(file.file_path, site.line, site.column, site.text,
+                                           kind, how, site.enclosing or ""))
+    for found in uses.values():
+        found.sort(key=lambda u: (u.file_path, u.line, u.column, u.kind))
+    return dict(uses)
+
+
+def _resolve_site(site: ReferenceSite, file: FileReferences, fam: str,
+                  by_name: dict[tuple[str, str], list[SymbolInfo]],
+                  caller: SymbolInfo | None) -> list[tuple[SymbolInfo, str, str]]:
+    """The (definition, use kind, resolution) triples one reference site stands for."""
+    found: list[tuple[SymbolInfo, str, str]] = []
+    candidates = by_name.get((fam, site.name), [])
+    if site.kind == "call":
+        if site.name in CONSTRUCTOR_CALLS and site.qualifier and site.qualifier not in SELF_NAMES:
+            # `Foo::new()` / `Foo.__init__()` instantiate Foo as well as calling the constructor.
+            classes = [s for s in by_name.get((fam, site.qualifier), []) if s.kind in INSTANTIABLE_KINDS]
+            found += _pick(classes, "new", site, file, caller)
+        methods = [s for s in candidates if s.kind in METHOD_KINDS]
+        classes = [s for s in candidates if s.kind in INSTANTIABLE_KINDS and not site.qualifier]
+        found += _pick(_narrow_call(methods, site, caller), "call", site, file, caller)
+        found += _pick(classes, "new", site, file, caller)
+    elif site.kind == "new":
+        classes = [s for s in candidates if s.kind not in METHOD_KINDS]
+        found += _pick(classes, "new", site, file, caller)
+    else:
+        types = [s for s in candidates if s.kind not in METHOD_KINDS]
+        found += _pick(types, "type", site, file, caller)
+    return found
+
+
+def _narrow_call(methods: list[SymbolInfo], site: ReferenceSite,
+                 caller: SymbolInfo | None) -> list[SymbolInfo]:
+    """Drop call candidates the call syntax rules out (a bare `f()` can't reach `Other.f`)."""
+    if site.qualifier:
+        return methods
+    own_class = _class_of(caller)
+    return [m for m in methods if m.parent is None or m.parent == own_class]
+
+
+def _class_of(symbol: SymbolInfo | None) -> str | None:
+    if symbol is None:
+        return None
+    return symbol.parent if symbol.kind in METHOD_KINDS else symbol.qualified_name
+
+
+def _pick(candidates: list[SymbolInfo], kind: str, site: ReferenceSite, file: FileReferences,
+          caller: SymbolInfo | None) -> list[tuple[SymbolInfo, str, str]]:
+    if not candidates:
+        return []
+    chosen, how = _disambiguate(candidates, site, file, caller)
+    return [(symbol, kind, how) for symbol in chosen]
+
+
+def _disambiguate(candidates: list[SymbolInfo], site: ReferenceSite, file: FileReferences,
+                  caller: SymbolInfo | None) -> tuple[list[SymbolInfo], str]:
+    qualifier = site.qualifier
+    if qualifier in SELF_NAMES:
+        own_class = _class_of(caller)
+        mine = [c for c in candidates if c.parent and c.parent == own_class]
+        if mine:
+            return mine, "self"
+    elif qualifier:
+        owned = [c for c in candidates if c.parent and c.parent.split(".")[-1] == qualifier]
+        if owned:
+            candidates = owned
+            if len(owned) == 1:
+                return owned, "qualified"
+    if len(candidates) == 1:
+        return candidates, "unique"
+    same_file = [c for c in candidates if c.file_path == file.file_path]
+    if same_file:
+        return same_file, "same_file"
+    imported = _best_imported(candidates, file)
+    if imported:
+        return imported, "import"
+    directory = posixpath.dirname(file.file_path)
+    same_package = [c for c in candidates if posixpath.dirname(c.file_path) == directory]
+    if same_package:
+        return same_package, "same_package"
+    return candidates, "ambiguous"
+
+
+def _best_imported(candidates: list[SymbolInfo], file: FileReferences) -> list[SymbolInfo]:
+    """Candidates whose file the referencing file imports, best path match first."""
+    modules = [_module_segments(spec, file.file_path) for spec in file.imports]
+    scored = [(max((_import_match(m, c.file_path) for m in modules), default=0), c)
+              for c in candidates]
+    best = max((score for score, _ in scored), default=0)
+    return [c for score, c in scored if best and score == best]
+
+
+def _module_segments(spec: str, importer: str) -> list[str]:
+    spec = spec.strip().strip("'\"<>")
+    if spec.startswith("."):
+        if "/" in spec:
+            spec = posixpath.normpath(posixpath.join(posixpath.dirname(importer), spec))
+        else:  # Python relative import: `.x` / `..x`
+            spec = spec.lstrip(".")
+    spec = _SOURCE_EXT.sub("", spec)
+    return [s.lower() for s in re.split(r"[./:\\]+", spec) if s.lower() not in _MODULE_NOISE]
+
+
+def _import_match(module: list[str], file_path: str) -> int:
+    """How many trailing path segments of `file_path` (or its directory) the import names."""
+    stem = _SOURCE_EXT.sub("", file_path).lower().split("/")
+    best = 0
+    for path in (stem, stem[:-1]):
+        for mod in (module, module[:-1]):
+            best = max(best, _common_suffix(path, mod))
+    return best
+
+
+def _common_suffix(a: list[str], b: list[str]) -> int:
+    n = 0
+    while n < len(a) and n < len(b) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return n
