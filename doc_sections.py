@@ -60,9 +60,24 @@ class _Span:
     heading_only: bool
 
 
+def _front_matter_end(lines: list[str]) -> int:
+    """Lines taken by a leading YAML front matter block (Jekyll, Hugo), else 0."""
+    if not lines or lines[0].rstrip() != "---":
+        return 0
+    for index in range(1, len(lines)):
+        if lines[index].rstrip() in ("---", "..."):
+            return index + 1
+    return 0
+
+
 def _markdown_headings(lines: list[str]) -> list[_Heading]:
-    """Top-level ATX and setext headings; headings in quotes or lists don't start sections."""
-    tokens = MarkdownIt("commonmark").parse("\n".join(lines))
+    """Top-level ATX and setext headings; headings in quotes or lists don't start sections.
+
+    Front matter is blanked before parsing, else its closing `---` reads as a setext
+    underline; blanking keeps line numbers intact.
+    """
+    skip = _front_matter_end(lines)
+    tokens = MarkdownIt("commonmark").parse("\n".join([""] * skip + lines[skip:]))
     headings = []
     for index, token in enumerate(tokens):
         if token.type == "heading_open" and token.level == 0 and token.map:

@@ -67,6 +67,15 @@ def test_setext_level_one_and_crlf() -> None:
     assert sections[1].text == "Sub\n---\nMore"
 
 
+def test_front_matter_is_preamble_not_a_heading() -> None:
+    text = "---\ntitle: Home\nlayout: page\n---\n\n# Welcome\nHi\n"
+    sections = split_sections(text, "markdown", "index.md")
+    assert _outline(sections) == [
+        ("", "index.md", 1, 4),
+        ("Welcome", "index.md > Welcome", 6, 7),
+    ]
+
+
 RST = """\
 =========
  Library
