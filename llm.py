@@ -255,7 +255,18 @@ class LocalLLMServer:
             raise LLMUnavailable(
                 "The embedded LLM needs llama-cpp-python: pip install 'llama-cpp-python[server]==0.3.36'"
             )
-        model = ensure_model_file(self.settings.data_dir)
+        try:
+            model = ensure_model_file(self.settings.data_dir)
+            proc, port, log_start = self._spawn(model)
+        except OSError as exc:
+            raise LLMUnavailable(f"Could not start the embedded LLM: {_one_line(str(exc))}") from exc
+        self._proc, self._port = proc, port
+        atexit.register(self.close)
+        self._wait_ready(proc, log_start)
+        self._record_state(proc.pid, port, model)
+
+    def _spawn(self, model: Path) -> tuple[subprocess.Popen[bytes], int, int]:
+        """Launch the server process; returns it, its port and where its log output starts."""
         port = _free_port()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
@@ -273,10 +284,7 @@ class LocalLLMServer:
             proc = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
             )
-        self._proc, self._port = proc, port
-        atexit.register(self.close)
-        self._wait_ready(proc, log_start)
-        self._record_state(proc.pid, port, model)
+        return proc, port, log_start
 
     def _wait_ready(self, proc: subprocess.Popen[bytes], log_start: int) -> None:
         deadline = time.monotonic() + self.startup_timeout
@@ -387,7 +395,7 @@ class LLMClient:
     def stream(
         self, role: str, messages: Messages, max_tokens: int, temperature: float = 0.2
     ) -> Iterator[str]:
-        """Yield the answer's text deltas as they arrive."""
+        """Yield the answer's text deltas as they arrive (errors surface on iteration)."""
         model = self.model_for(role)
 
         def open_stream(client: openai.OpenAI) -> tuple[openai.Stream, str | None, Iterator[str]]:
