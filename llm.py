@@ -388,7 +388,7 @@ class LLMClient:
             response = client.chat.completions.create(
                 model=model, messages=list(messages), max_tokens=max_tokens, temperature=temperature
             )
-            return response.choices[0].message.content or "" if response.choices else ""
+            return (response.choices[0].message.content or "") if response.choices else ""
 
         return self._with_retries(create)
 
