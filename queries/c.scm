@@ -1,0 +1,62 @@
+; C: definitions, references and imports in the shared capture vocabulary.
+
+(function_definition
+  declarator: (function_declarator
+    declarator: (identifier) @name.definition.function)) @definition.function
+
+; Functions returning pointers: struct ledger *ledger_new(...), char **f(...)
+(function_definition
+  declarator: (pointer_declarator
+    declarator: (function_declarator
+      declarator: (identifier) @name.definition.function))) @definition.function
+
+(function_definition
+  declarator: (pointer_declarator
+    declarator: (pointer_declarator
+      declarator: (function_declarator
+        declarator: (identifier) @name.definition.function)))) @definition.function
+
+(struct_specifier
+  name: (type_identifier) @name.definition.struct
+  body: (_)) @definition.struct
+
+(union_specifier
+  name: (type_identifier) @name.definition.union
+  body: (_)) @definition.union
+
+(enum_specifier
+  name: (type_identifier) @name.definition.enum
+  body: (_)) @definition.enum
+
+; typedef struct { ... } name;
+(type_definition
+  type: (struct_specifier !name body: (_))
+  declarator: (type_identifier) @name.definition.struct) @definition.struct
+
+(type_definition
+  type: (union_specifier !name body: (_))
+  declarator: (type_identifier) @name.definition.union) @definition.union
+
+(type_definition
+  type: (enum_specifier !name body: (_))
+  declarator: (type_identifier) @name.definition.enum) @definition.enum
+
+; Calls: f(), s.f(), p->f().
+(call_expression
+  function: (identifier) @name.reference.call)
+
+(call_expression
+  function: (field_expression
+    argument: (_) @qualifier.reference.call
+    field: (field_identifier) @name.reference.call))
+
+; Type uses: typedef names and struct/union/enum tags.
+(type_identifier) @name.reference.type
+
+; Imports.
+(preproc_include
+  path: (string_literal
+    (string_content) @module.import))
+
+(preproc_include
+  path: (system_lib_string) @module.import)

@@ -1,0 +1,106 @@
+; C++: definitions, references and imports in the shared capture vocabulary.
+; Namespaces are not definitions: qualified names leave them out.
+
+(class_specifier
+  name: (type_identifier) @name.definition.class
+  body: (_)) @definition.class
+
+(struct_specifier
+  name: (type_identifier) @name.definition.struct
+  body: (_)) @definition.struct
+
+(union_specifier
+  name: (type_identifier) @name.definition.union
+  body: (_)) @definition.union
+
+(enum_specifier
+  name: (type_identifier) @name.definition.enum
+  body: (_)) @definition.enum
+
+(type_definition
+  type: (struct_specifier !name body: (_))
+  declarator: (type_identifier) @name.definition.struct) @definition.struct
+
+; Functions and in-class methods, also returning pointers or references.
+(function_definition
+  declarator: (function_declarator
+    declarator: [(identifier) (field_identifier) (destructor_name) (operator_name)] @name.definition.function)) @definition.function
+
+(function_definition
+  declarator: (_
+    declarator: (function_declarator
+      declarator: [(identifier) (field_identifier) (operator_name)] @name.definition.function))) @definition.function
+
+; Out-of-class definitions: Foo::bar(), Foo::~Foo(), A::B::f(); the scope is the owner.
+(function_definition
+  declarator: (function_declarator
+    declarator: (qualified_identifier
+      name: [(identifier) (destructor_name) (operator_name)] @name.definition.function) @scope.definition.function)) @definition.function
+
+(function_definition
+  declarator: (_
+    declarator: (function_declarator
+      declarator: (qualified_identifier
+        name: [(identifier) (operator_name)] @name.definition.function) @scope.definition.function))) @definition.function
+
+(function_definition
+  declarator: (function_declarator
+    declarator: (qualified_identifier
+      name: (qualified_identifier
+        name: [(identifier) (destructor_name) (operator_name)] @name.definition.function)) @scope.definition.function)) @definition.function
+
+; Calls: f(), obj.m(), p->m(), Type::m(), ns::f<T>().
+(call_expression
+  function: (identifier) @name.reference.call)
+
+(call_expression
+  function: (field_expression
+    argument: (_) @qualifier.reference.call
+    field: (field_identifier) @name.reference.call))
+
+(call_expression
+  function: (qualified_identifier
+    scope: (_) @qualifier.reference.call
+    name: (identifier) @name.reference.call))
+
+(call_expression
+  function: (template_function
+    name: (identifier) @name.reference.call))
+
+(call_expression
+  function: (qualified_identifier
+    scope: (_) @qualifier.reference.call
+    name: (template_function
+      name: (identifier) @name.reference.call)))
+
+; Instantiations: new Foo, new ns::Foo(), Foo{...}.
+(new_expression
+  type: (type_identifier) @name.reference.new)
+
+(new_expression
+  type: (qualified_identifier
+    scope: (_) @qualifier.reference.new
+    name: (type_identifier) @name.reference.new))
+
+(compound_literal_expression
+  type: (type_identifier) @name.reference.new)
+
+(compound_literal_expression
+  type: (qualified_identifier
+    scope: (_) @qualifier.reference.new
+    name: (type_identifier) @name.reference.new))
+
+; Type uses anywhere: declarations, parameters, returns, base classes, template args.
+(type_identifier) @name.reference.type
+
+(qualified_identifier
+  scope: (_) @qualifier.reference.type
+  name: (type_identifier) @name.reference.type)
+
+; Imports.
+(preproc_include
+  path: (string_literal
+    (string_content) @module.import))
+
+(preproc_include
+  path: (system_lib_string) @module.import)

@@ -1,0 +1,66 @@
+; Go: definitions, references and imports in the shared capture vocabulary.
+
+(function_declaration
+  name: (identifier) @name.definition.function) @definition.function
+
+; func (s *Server) Start(): the receiver type is the owner.
+(method_declaration
+  receiver: (parameter_list
+    (parameter_declaration
+      type: [
+        (type_identifier) @scope.definition.method
+        (pointer_type (type_identifier) @scope.definition.method)
+        (generic_type type: (type_identifier) @scope.definition.method)
+        (pointer_type (generic_type type: (type_identifier) @scope.definition.method))
+      ]))
+  name: (field_identifier) @name.definition.method) @definition.method
+
+(type_spec
+  name: (type_identifier) @name.definition.struct
+  type: (struct_type)) @definition.struct
+
+(type_spec
+  name: (type_identifier) @name.definition.interface
+  type: (interface_type)) @definition.interface
+
+(type_spec
+  name: (type_identifier) @name.definition.type) @definition.type
+
+(type_alias
+  name: (type_identifier) @name.definition.type) @definition.type
+
+; Calls: f(), obj.M(), pkg.F().
+(call_expression
+  function: (identifier) @name.reference.call)
+
+(call_expression
+  function: (selector_expression
+    operand: (_) @qualifier.reference.call
+    field: (field_identifier) @name.reference.call))
+
+; Instantiations: Foo{}, pkg.Foo{}.
+(composite_literal
+  type: (type_identifier) @name.reference.new)
+
+(composite_literal
+  type: (generic_type type: (type_identifier) @name.reference.new))
+
+(composite_literal
+  type: (qualified_type
+    package: (_) @qualifier.reference.new
+    name: (type_identifier) @name.reference.new))
+
+; Type uses anywhere.
+(type_identifier) @name.reference.type
+
+(qualified_type
+  package: (_) @qualifier.reference.type
+  name: (type_identifier) @name.reference.type)
+
+; Imports.
+(import_spec
+  path: (interpreted_string_literal
+    (interpreted_string_literal_content) @module.import))
+
+(import_spec
+  name: (package_identifier) @name.import)

@@ -1,0 +1,69 @@
+; Python: definitions, references and imports in the shared capture vocabulary.
+
+(class_definition
+  name: (identifier) @name.definition.class) @definition.class
+
+(function_definition
+  name: (identifier) @name.definition.function) @definition.function
+
+; Calls: f(), obj.m(), Foo() (the resolver turns calls of classes into instantiations).
+(call
+  function: (identifier) @name.reference.call)
+
+(call
+  function: (attribute
+    object: (_) @qualifier.reference.call
+    attribute: (identifier) @name.reference.call))
+
+; A bare decorator is applied like a call.
+(decorator
+  (identifier) @name.reference.call)
+
+(decorator
+  (attribute
+    object: (_) @qualifier.reference.call
+    attribute: (identifier) @name.reference.call))
+
+; Type uses: annotations, return types, base classes.
+(type
+  (identifier) @name.reference.type)
+
+(type
+  (string
+    (string_content) @name.reference.type))
+
+(type
+  (attribute
+    object: (_) @qualifier.reference.type
+    attribute: (identifier) @name.reference.type))
+
+(generic_type
+  (identifier) @name.reference.type)
+
+(class_definition
+  superclasses: (argument_list
+    (identifier) @name.reference.type))
+
+(class_definition
+  superclasses: (argument_list
+    (attribute
+      object: (_) @qualifier.reference.type
+      attribute: (identifier) @name.reference.type)))
+
+; Imports.
+(import_statement
+  name: (dotted_name) @module.import)
+
+(import_statement
+  name: (aliased_import
+    name: (dotted_name) @module.import))
+
+(import_from_statement
+  module_name: (_) @module.import)
+
+(import_from_statement
+  name: (dotted_name) @name.import)
+
+(import_from_statement
+  name: (aliased_import
+    name: (dotted_name) @name.import))

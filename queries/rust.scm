@@ -1,0 +1,103 @@
+; Rust: definitions, references and imports in the shared capture vocabulary.
+
+(struct_item
+  name: (type_identifier) @name.definition.struct) @definition.struct
+
+(enum_item
+  name: (type_identifier) @name.definition.enum) @definition.enum
+
+(union_item
+  name: (type_identifier) @name.definition.union) @definition.union
+
+(trait_item
+  name: (type_identifier) @name.definition.trait) @definition.trait
+
+(type_item
+  name: (type_identifier) @name.definition.type) @definition.type
+
+; impl Type / impl Trait for Type / impl<T> Type<T>: named after the type, generics dropped.
+(impl_item
+  type: [
+    (type_identifier) @name.definition.impl
+    (generic_type type: (type_identifier) @name.definition.impl)
+    (scoped_type_identifier name: (type_identifier) @name.definition.impl)
+    (generic_type type: (scoped_type_identifier name: (type_identifier) @name.definition.impl))
+  ]) @definition.impl
+
+; Functions; inside impl/trait blocks the walker makes them methods.
+(function_item
+  name: (identifier) @name.definition.function) @definition.function
+
+(function_signature_item
+  name: (identifier) @name.definition.function) @definition.function
+
+; Calls: f(), obj.m(), Type::m() (Foo::new() is a call of new qualified by Foo).
+(call_expression
+  function: (identifier) @name.reference.call)
+
+(call_expression
+  function: (scoped_identifier
+    path: (_) @qualifier.reference.call
+    name: (identifier) @name.reference.call))
+
+(call_expression
+  function: (field_expression
+    value: (_) @qualifier.reference.call
+    field: (field_identifier) @name.reference.call))
+
+(call_expression
+  function: (generic_function
+    function: (identifier) @name.reference.call))
+
+(call_expression
+  function: (generic_function
+    function: (scoped_identifier
+      path: (_) @qualifier.reference.call
+      name: (identifier) @name.reference.call)))
+
+; Instantiations: Foo { .. }, module::Foo { .. }.
+(struct_expression
+  name: (type_identifier) @name.reference.new)
+
+(struct_expression
+  name: (scoped_type_identifier
+    path: (_) @qualifier.reference.new
+    name: (type_identifier) @name.reference.new))
+
+; Type uses anywhere: fields, parameters, returns, impl traits, generic args.
+(type_identifier) @name.reference.type
+
+(scoped_type_identifier
+  path: (_) @qualifier.reference.type
+  name: (type_identifier) @name.reference.type)
+
+; Imports: use a::b::C; use a::{B, C}; mod x;
+(use_declaration
+  argument: [
+    (identifier)
+    (scoped_identifier)
+  ] @module.import)
+
+(use_declaration
+  argument: (scoped_identifier
+    name: (identifier) @name.import))
+
+(use_declaration
+  argument: (use_as_clause
+    path: (_) @module.import))
+
+(use_declaration
+  argument: (scoped_use_list
+    path: (_) @module.import))
+
+(use_declaration
+  argument: (scoped_use_list
+    list: (use_list
+      [
+        (identifier) @name.import
+        (scoped_identifier name: (identifier) @name.import)
+      ])))
+
+(mod_item
+  name: (identifier) @module.import
+  !body)
