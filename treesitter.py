@@ -33,7 +33,9 @@ from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 QUERIES_DIR = Path(__file__).resolve().parent / "queries"
 
-CLASS_KINDS = frozenset({"class", "interface", "enum", "record", "struct", "union", "trait", "impl"})
+CLASS_KINDS = frozenset(
+    {"class", "interface", "enum", "record", "struct", "union", "trait", "impl"}
+)
 FUNCTION_KINDS = frozenset({"function", "method", "constructor"})
 REFERENCE_KINDS = ("new", "call", "type")  # precedence when one node is captured several ways
 
@@ -73,12 +75,17 @@ class LanguageSpec:
     wrappers: Mapping[str, bool] = field(default_factory=dict)
     # Preceding sibling node types that belong to the next definition (Rust `#[derive(..)]`).
     prefix_types: frozenset[str] = frozenset()
+    # Annotation/decorator nodes inside a definition: part of its code, not of its signature.
+    decorator_types: frozenset[str] = frozenset()
     constructor_names: frozenset[str] = frozenset()
     constructor_is_class_name: bool = False
     doc_style: str = "comments"  # "docstring" (first string statement) or "comments" (preceding)
-    inner_doc_prefixes: tuple[str, ...] = ()  # comments documenting the enclosing item, not the next
+    # Comments documenting the enclosing item rather than the next one (Rust `//!`).
+    inner_doc_prefixes: tuple[str, ...] = ()
     variants: Mapping[str, GrammarVariant] = field(default_factory=dict)  # by file extension
 
+
+_C_BODY_TYPES = frozenset({"compound_statement", "field_declaration_list", "enumerator_list"})
 
 LANGUAGES: dict[str, LanguageSpec] = {
     spec.name: spec
@@ -103,6 +110,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
                  "annotation_type_body"}
             ),
             comment_types=frozenset({"block_comment", "line_comment"}),
+            decorator_types=frozenset({"marker_annotation", "annotation"}),
         ),
         LanguageSpec(
             name="javascript",
@@ -111,6 +119,8 @@ LANGUAGES: dict[str, LanguageSpec] = {
             queries=("javascript.scm",),
             body_types=frozenset({"statement_block", "class_body"}),
             wrappers=MappingProxyType({"export_statement": True}),
+            prefix_types=frozenset({"decorator"}),
+            decorator_types=frozenset({"decorator"}),
             constructor_names=frozenset({"constructor"}),
         ),
         LanguageSpec(
@@ -120,6 +130,8 @@ LANGUAGES: dict[str, LanguageSpec] = {
             queries=("typescript.scm",),
             body_types=frozenset({"statement_block", "class_body", "interface_body", "enum_body"}),
             wrappers=MappingProxyType({"export_statement": True}),
+            prefix_types=frozenset({"decorator"}),
+            decorator_types=frozenset({"decorator"}),
             constructor_names=frozenset({"constructor"}),
             variants=MappingProxyType(
                 {".tsx": GrammarVariant(tree_sitter_typescript.language_tsx,
@@ -151,14 +163,14 @@ LANGUAGES: dict[str, LanguageSpec] = {
             extensions=(".c", ".h"),
             grammar=tree_sitter_c.language,
             queries=("c.scm",),
-            body_types=frozenset({"compound_statement", "field_declaration_list", "enumerator_list"}),
+            body_types=_C_BODY_TYPES,
         ),
         LanguageSpec(
             name="cpp",
             extensions=(".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"),
             grammar=tree_sitter_cpp.language,
             queries=("cpp.scm",),
-            body_types=frozenset({"compound_statement", "field_declaration_list", "enumerator_list"}),
+            body_types=_C_BODY_TYPES,
             wrappers=MappingProxyType({"template_declaration": True}),
             constructor_is_class_name=True,
         ),
@@ -371,12 +383,13 @@ class _Extractor:
             role, kind = roles[capture]
             by_role[role] = (kind, nodes)
         if "def" in by_role and "def_name" in by_role:
-            kind, node = by_role["def"][0], by_role["def"][1][0]
-            scope = by_role.get("scope", (None, [None]))[1][0]
+            kind, (node, *_) = by_role["def"]
+            name = by_role["def_name"][1][0]
+            scope = by_role["scope"][1][0] if "scope" in by_role else None
             key = (node.start_byte, node.end_byte)
             known = raw_defs.get(key)
-            if known is None or pattern < known.pattern:
-                raw_defs[key] = _RawDefinition(pattern, kind, node, by_role["def_name"][1][0], scope)
+            if known is None or pattern < known.pattern:  # earlier patterns win on the same node
+                raw_defs[key] = _RawDefinition(pattern, kind, node, name, scope)
         if "ref" in by_role:
             kind, ref_nodes = by_role["ref"]
             qualifier_nodes = by_role.get("qualifier", (None, []))[1]
@@ -480,6 +493,9 @@ class _Extractor:
             outer = outer.parent
             if wrappers[outer.type]:
                 signature_start = outer.start_byte
+        if signature_start == node.start_byte and self.spec.decorator_types:
+            undecorated = _start_after_decorators(node, self.spec.decorator_types)
+            signature_start = signature_start if undecorated is None else undecorated
         first = outer
         prev = first.prev_named_sibling
         while prev is not None and prev.type in self.spec.prefix_types:
@@ -529,7 +545,8 @@ class _Extractor:
             comments.append(prev)
             below_row = prev.start_point.row
             prev = prev.prev_sibling
-        lines = [line.rstrip() for c in reversed(comments) for line in _comment_lines(self._text(c))]
+        lines = [line.rstrip() for c in reversed(comments)
+                 for line in _comment_lines(self._text(c))]
         return inspect.cleandoc("\n".join(lines))
 
     @staticmethod
@@ -590,6 +607,20 @@ class _Extractor:
 def _sole_child_of_type(parent: Node, node_type: str) -> bool:
     """A wrapper extends a definition only if it wraps no sibling definition of the same type."""
     return sum(1 for c in parent.named_children if c.type == node_type) == 1
+
+
+def _start_after_decorators(node: Node, decorator_types: frozenset[str]) -> int | None:
+    """Start byte of the first leading token that is not inside an annotation/decorator."""
+    for child in node.children:
+        if child.type in decorator_types:
+            continue
+        if child.child_count and child.children[0].type in decorator_types:
+            start = _start_after_decorators(child, decorator_types)
+            if start is None:
+                continue
+            return start
+        return child.start_byte
+    return None
 
 
 def _find_body(node: Node, body_types: frozenset[str]) -> Node | None:

@@ -224,8 +224,9 @@ def test_java_inventory_definitions_and_overloads() -> None:
         ("method", "Inventory.Outer.Inner.method", 60, 62),
     }
     adds = [d for d in parsed.definitions if d.qualified_name == "Inventory.add"]
+    assert adds[0].code.startswith("@Override\n    public void add(")
     assert [d.signature for d in adds] == [
-        "@Override public void add(Product product)",
+        "public void add(Product product)",
         "public void add(Product product, int quantity)",
     ]
     assert [d.doc for d in adds] == ["", "Adds quantity units of product."]
@@ -619,12 +620,27 @@ def test_cpp_in_class_constructor_and_nested_scope() -> None:
 
 
 def test_syntax_errors_still_yield_valid_definitions() -> None:
-    source = "def good(a):\n    return a\n\ndef broken(:\n    pass\n\nclass Fine:\n    def m(self):\n        return good(1)\n"
+    source = (
+        "def good(a):\n    return a\n\ndef broken(:\n    pass\n\n"
+        "class Fine:\n    def m(self):\n        return good(1)\n"
+    )
     parsed = parse_source(source, "python")
     assert parsed.has_errors is True
     names = {d.qualified_name for d in parsed.definitions}
     assert {"good", "Fine", "Fine.m"} <= names
     assert ("good", "call", None, 9) in refs(parsed)
+
+
+def test_typescript_decorators_stay_out_of_signatures() -> None:
+    source = (
+        "@Component({ selector: 'x' })\nclass Widget {\n  @Input() name: string;\n"
+        "  @HostListener('click')\n  onClick(): void {}\n}\n"
+    )
+    parsed = parse_source(source, "typescript", "widget.ts")
+    assert by_name(parsed, "Widget").signature == "class Widget"
+    assert by_name(parsed, "Widget").start_line == 1
+    assert by_name(parsed, "Widget.onClick").signature == "onClick(): void"
+    assert by_name(parsed, "Widget.onClick").code.startswith("@HostListener('click')")
 
 
 def test_syntax_errors_in_java() -> None:
@@ -644,7 +660,10 @@ def test_empty_and_blank_sources() -> None:
 
 
 def test_trailing_comment_is_not_a_doc() -> None:
-    source = "int x = 1; // x is one\nint f(void) { return x; }\n\n// unrelated\n\nint g(void) { return 0; }\n"
+    source = (
+        "int x = 1; // x is one\nint f(void) { return x; }\n\n"
+        "// unrelated\n\nint g(void) { return 0; }\n"
+    )
     parsed = parse_source(source, "c")
     assert by_name(parsed, "f").doc == ""
     assert by_name(parsed, "g").doc == ""
