@@ -57,6 +57,7 @@ class Settings:
     data_dir: Path = field(default_factory=default_data_dir)
     lancedb_uri: str = ""  # defaults to <data_dir>/lancedb; may be s3://, gs://, az://
     max_file_bytes: int = 1_000_000
+    write_batch: int = 200  # files per atomic write: bounds memory and the work a crash can lose
 
     # Embeddings: "local" (all-MiniLM-L6-v2 shipped in a PyPI wheel) or "openai" (any
     # OpenAI-compatible /v1/embeddings endpoint).
@@ -84,6 +85,11 @@ class Settings:
     secret_key: str = ""
     history_ttl_seconds: int = 7 * 24 * 3600
 
+    @property
+    def database_uri(self) -> str:
+        """Where LanceDB lives: CODEQA_LANCEDB_URI, else `<data_dir>/lancedb`."""
+        return self.lancedb_uri or str(self.data_dir / "lancedb")
+
     @classmethod
     def from_env(cls, dotenv_path: str | Path | None = None, **overrides: object) -> "Settings":
         """Read the environment (after `.env`), then apply explicit overrides."""
@@ -92,8 +98,9 @@ class Settings:
         openai_key = _env("OPENAI_API_KEY")
         settings = cls(
             data_dir=data_dir,
-            lancedb_uri=_env("CODEQA_LANCEDB_URI", str(data_dir / "lancedb")),
+            lancedb_uri=_env("CODEQA_LANCEDB_URI"),
             max_file_bytes=_env_int("CODEQA_MAX_FILE_BYTES", 1_000_000),
+            write_batch=max(1, _env_int("CODEQA_WRITE_BATCH", 200)),
             embedding_provider=_env("CODEQA_EMBEDDING_PROVIDER", "local").lower(),
             embedding_model=_env("CODEQA_EMBEDDING_MODEL", "all-MiniLM-L6-v2"),
             embedding_base_url=_env("CODEQA_EMBEDDING_BASE_URL"),

@@ -33,7 +33,6 @@ TABLE_KINDS = ("methods", "classes", "files")
 FTS_COLUMNS = ("search_text", "name_text", "path_text")
 MAX_STORED_REFERENCES = 50
 EMBED_TEXT_CHARS = 2000
-WRITE_BATCH = 200  # files per atomic add: bounds memory and the work a crash can lose
 
 REFERENCE_TYPE = pa.struct([
     ("file_path", pa.string()),
@@ -206,7 +205,7 @@ class RepoInfo:
 
 
 def connect(settings: Settings) -> lancedb.DBConnection:
-    return lancedb.connect(settings.lancedb_uri)
+    return lancedb.connect(settings.database_uri)
 
 
 def _table_names(db: lancedb.DBConnection) -> set[str]:

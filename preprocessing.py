@@ -245,7 +245,7 @@ def index_repo(root: str | Path, settings: Settings, name: str | None = None,
     report.deleted = sum(1 for path in gone if path in manifest)
     report.unchanged = len(current) - len(todo)
 
-    _write_files(repo, todo, embedder, report, progress)
+    _write_files(repo, todo, embedder, settings.write_batch, report, progress)
     with _stage(report, "delete"):
         repo.delete_files(gone)
     with _stage(report, "references"):
@@ -261,13 +261,13 @@ def index_repo(root: str | Path, settings: Settings, name: str | None = None,
     return report
 
 
-def _write_files(repo: RepoTables, todo: list[SourceFile], embedder: Embedder,
+def _write_files(repo: RepoTables, todo: list[SourceFile], embedder: Embedder, batch_size: int,
                  report: IndexReport, progress: bool | None) -> None:
     """Parse, embed and write the files that changed, a batch at a time."""
     bar = tqdm(total=len(todo), unit="file", desc="Indexing", disable=None if progress is None else not progress)
     try:
-        for start in range(0, len(todo), tables_mod.WRITE_BATCH):
-            batch = todo[start:start + tables_mod.WRITE_BATCH]
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start:start + batch_size]
             with _stage(report, "parse"):
                 parsed = []
                 for file in batch:

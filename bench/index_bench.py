@@ -1,0 +1,171 @@
+"""Indexing benchmark on a real source tree that pip can fetch offline (Django's sdist).
+
+    python bench/index_bench.py [--package django==5.2.8] [--subdir django] [--json out.json]
+
+Reports parse + extract + references throughput (one core), embedding throughput of the
+indexer next to the raw `encode()` throughput on the same texts, peak RSS of a full index
+run, index size on disk, and the time to re-index after one file changed. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from config import Settings  # noqa: E402
+
+CACHE = ROOT / "bench" / ".cache"
+
+
+def fetch_source(spec: str) -> Path:
+    """Download and unpack an sdist once; returns the unpacked directory."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    name = spec.replace("==", "-")
+    unpacked = [p for p in CACHE.iterdir() if p.is_dir() and p.name.lower() == name.lower()]
+    if unpacked:
+        return unpacked[0]
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                    "-q", "-d", str(CACHE), spec], check=True)
+    archive = next(p for p in CACHE.glob("*.tar.gz") if p.name.lower().startswith(name.lower()))
+    with tarfile.open(archive) as tar:
+        tar.extractall(CACHE, filter="data")
+    return next(p for p in CACHE.iterdir() if p.is_dir() and p.name.lower() == name.lower())
+
+
+def bench_parse(root: Path) -> dict:
+    """Walk + parse + extract + resolve references, single process, no embedding."""
+    import preprocessing
+    from references import FileReferences, ReferenceSite, SymbolInfo, resolve_references
+    from repo_files import walk_repo
+
+    walked = walk_repo(root)
+    code = [f for f in walked.files if f.language not in preprocessing.DOC_LANGUAGES]
+    size = sum(f.size for f in code)
+    start = time.perf_counter()
+    symbols, files = [], []
+    for f in code:
+        rows, _ = preprocessing.file_rows("bench", f)
+        parsed = json.loads(rows.manifest["parsed"])
+        symbols += [SymbolInfo(s[0], f.path, f.language, s[1], s[2], s[3], s[4]) for s in parsed["symbols"]]
+        files.append(FileReferences(f.path, f.language, [ReferenceSite(*r) for r in parsed["references"]],
+                                    parsed["imports"], parsed["imported_names"]))
+    parse_s = time.perf_counter() - start
+    start = time.perf_counter()
+    uses = resolve_references(symbols, files)
+    refs_s = time.perf_counter() - start
+    total = parse_s + refs_s
+    return {"files": len(code), "mb": round(size / 1e6, 2), "symbols": len(symbols),
+            "uses": sum(len(u) for u in uses.values()),
+            "parse_extract_s": round(parse_s, 2), "references_s": round(refs_s, 2),
+            "files_per_s": round(len(code) / total, 1), "mb_per_s": round(size / 1e6 / total, 2)}
+
+
+def bench_embedding(root: Path, sample: int) -> dict:
+    """Indexer embedding path vs raw SentenceTransformer.encode on the same texts."""
+    import create_tables
+    import preprocessing
+    from embeddings import LocalEmbedder
+    from repo_files import walk_repo
+
+    rows = []
+    for f in walk_repo(root).files:
+        if f.language in preprocessing.DOC_LANGUAGES:
+            continue
+        prepared, _ = preprocessing.file_rows("bench", f)
+        rows += prepared.methods + prepared.classes
+        if len(rows) >= sample:
+            break
+    rows = rows[:sample]
+    texts = [create_tables.embedding_text(r) for r in rows]
+    embedder = LocalEmbedder()
+    embedder.embed(texts[:8])  # load and warm up
+    model = embedder._load()
+    start = time.perf_counter()
+    model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True)
+    raw_s = time.perf_counter() - start
+    start = time.perf_counter()
+    create_tables.embed_rows(rows, embedder, {})
+    ours_s = time.perf_counter() - start
+    return {"texts": len(texts), "raw_chunks_per_s": round(len(texts) / raw_s, 1),
+            "indexer_chunks_per_s": round(len(texts) / ours_s, 1),
+            "ratio": round(raw_s / ours_s, 3)}
+
+
+def run_index(root: Path, data_dir: Path) -> tuple[float, dict]:
+    env = {**os.environ, "CODEQA_DATA_DIR": str(data_dir)}
+    start = time.perf_counter()
+    subprocess.run([sys.executable, str(ROOT / "preprocessing.py"), "index", str(root), "--name", "bench",
+                    "--no-progress"], env=env, check=True, stdout=subprocess.DEVNULL)
+    elapsed = time.perf_counter() - start
+    import create_tables
+    info = create_tables.get_repo(create_tables.connect(Settings(data_dir=data_dir)), "bench")
+    return elapsed, info.stats
+
+
+def dir_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def bench_full_and_reindex(root: Path) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        data_dir = Path(tmp) / "data"
+        full_s, stats = run_index(root, data_dir)
+        peak_rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        target = max((p for p in root.rglob("*.py")), key=lambda p: p.stat().st_size)
+        original = target.read_text()
+        try:
+            target.write_text(original + "\n\ndef bench_added_function():\n    return 42\n")
+            reindex_s, restats = run_index(root, data_dir)
+            from preprocessing import index_repo
+            start = time.perf_counter()
+            target.write_text(original + "\n\ndef bench_added_function():\n    return 43\n")
+            index_repo(root, Settings(data_dir=data_dir), name="bench", progress=False)
+            inproc_s = time.perf_counter() - start
+        finally:
+            target.write_text(original)
+        return {"full_index_s": round(full_s, 1), "symbols": stats["methods"] + stats["classes"],
+                "docs": stats["docs"], "timings": stats["timings"],
+                "peak_rss_mb": round(peak_rss_mb), "index_mb": round(dir_size(data_dir) / 1e6, 1),
+                "reindex_one_file_cli_s": round(reindex_s, 2),
+                "reindex_one_file_in_process_s": round(inproc_s, 2),
+                "reindex_timings": restats["timings"], "changed_file": str(target.relative_to(root))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--package", default="django==5.2.8")
+    parser.add_argument("--subdir", default="django", help="part of the tree to fully index")
+    parser.add_argument("--embed-sample", type=int, default=1000)
+    parser.add_argument("--skip-full", action="store_true")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+
+    source = fetch_source(args.package)
+    import torch
+    torch.set_num_threads(1)
+    results = {"package": args.package, "parse": bench_parse(source)}
+    print("parse:", json.dumps(results["parse"]), flush=True)
+    torch.set_num_threads(os.cpu_count() or 1)
+    results["embedding"] = bench_embedding(source / args.subdir, args.embed_sample)
+    print("embedding:", json.dumps(results["embedding"]), flush=True)
+    if not args.skip_full:
+        results["index"] = bench_full_and_reindex(source / args.subdir)
+        print("index:", json.dumps(results["index"]), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

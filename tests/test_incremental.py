@@ -1,0 +1,218 @@
+"""Re-indexing: only what changed is parsed and embedded; crashes never corrupt the index."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import create_tables
+from conftest import ROOT
+from preprocessing import index_repo
+
+COMPARED = ("id", "file_path", "kind", "qualified_name", "start_line", "end_line", "signature",
+            "doc", "code", "parent", "file_hash", "reference_count", "references")
+
+
+def snapshot(settings, repo: str) -> dict[str, dict[str, dict]]:
+    db = create_tables.connect(settings)
+    info = create_tables.get_repo(db, repo)
+    out = {}
+    for kind in ("methods", "classes"):
+        rows = db.open_table(f"{info.prefix}__{kind}").to_arrow().to_pylist()
+        out[kind] = {r["id"]: r for r in rows}
+        assert len(out[kind]) == len(rows), "duplicate row ids"
+    return out
+
+
+def assert_same_rows(left: dict, right: dict) -> None:
+    for kind in ("methods", "classes"):
+        assert left[kind].keys() == right[kind].keys()
+        for row_id, row in left[kind].items():
+            other = right[kind][row_id]
+            assert {c: row[c] for c in COMPARED} == {c: other[c] for c in COMPARED}
+            assert np.allclose(row["vector"], other["vector"], atol=1e-4)
+
+
+def test_modify_add_delete_rename(settings, sample_copy):
+    first = index_repo(sample_copy, settings, name="s", progress=False)
+    before = snapshot(settings, "s")
+
+    util = sample_copy / "shop" / "util.py"
+    util.write_text(util.read_text().replace('logger.debug("calling %s", func.__name__)',
+                                             'logger.info("calling %s", func.__name__)'))
+    (sample_copy / "shop" / "discounts.py").write_text(
+        'def discount(cents: int) -> int:\n    """Ten percent off."""\n    return cents * 9 // 10\n')
+    (sample_copy / "web" / "js" / "format.js").unlink()
+    (sample_copy / "c" / "ledger.c").rename(sample_copy / "c" / "books.c")
+
+    second = index_repo(sample_copy, settings, name="s", progress=False)
+    after = snapshot(settings, "s")
+    assert (second.added, second.changed, second.deleted) == (2, 1, 2)
+    assert second.unchanged == sum(first.files_by_language.values()) - 3
+
+    def keys(snap, kind):
+        return {(r["file_path"], r["qualified_name"], r["kind"], r["start_line"]) for r in snap[kind].values()}
+
+    removed = keys(before, "methods") - keys(after, "methods")
+    added = keys(after, "methods") - keys(before, "methods")
+    assert {k[0] for k in removed} == {"web/js/format.js", "c/ledger.c"}
+    assert {k[0] for k in added} == {"shop/discounts.py", "c/books.c"}
+    assert {k[1:] for k in removed if k[0] == "c/ledger.c"} == {k[1:] for k in added if k[0] == "c/books.c"}
+    assert ("shop/discounts.py", "discount", "function", 1) in added
+
+    # Unchanged files keep their rows and vectors untouched; the edit re-embeds one symbol only.
+    wrapper = [r for r in after["methods"].values()
+               if r["file_path"] == "shop/util.py" and r["qualified_name"] == "log_calls.wrapper"][0]
+    assert "logger.info" in wrapper["code"]
+    changed_texts = {r["text_hash"] for r in after["methods"].values() if r["file_path"] == "shop/util.py"} - \
+        {r["text_hash"] for r in before["methods"].values() if r["file_path"] == "shop/util.py"}
+    new_rows = [r for snap in after.values() for r in snap.values()
+                if r["file_path"] in {"shop/discounts.py", "c/books.c"}]
+    assert second.embedded == len(changed_texts) + len({r["text_hash"] for r in new_rows})
+    for kind in ("methods", "classes"):
+        for row_id, row in before[kind].items():
+            if row["file_path"] in {"shop/models.py", "java/com/shop/Inventory.java", "README.md"}:
+                assert np.array_equal(after[kind][row_id]["vector"], row["vector"])
+
+    # References follow the change: the deleted formatPrice is gone, callers of the renamed file moved.
+    assert not any(r["file_path"] == "web/js/format.js" for r in after["methods"].values())
+    third = index_repo(sample_copy, settings, name="s", progress=False)
+    assert (third.added, third.changed, third.deleted, third.embedded, third.references_updated) == (0, 0, 0, 0, 0)
+    assert_same_rows(after, snapshot(settings, "s"))
+
+
+def test_incremental_equals_clean_index(settings, sample_copy, tmp_path):
+    index_repo(sample_copy, settings, name="s", progress=False)
+    models = sample_copy / "shop" / "models.py"
+    models.write_text(models.read_text() + "\n\ndef empty_cart() -> Cart:\n    return Cart('nobody')\n")
+    (sample_copy / "shop" / "json_parser.py").unlink()
+    index_repo(sample_copy, settings, name="s", progress=False)
+
+    clean = settings.__class__(data_dir=tmp_path / "clean")
+    index_repo(sample_copy, clean, name="s", progress=False)
+    assert_same_rows(snapshot(settings, "s"), snapshot(clean, "s"))
+    cart = [r for r in snapshot(settings, "s")["classes"].values()
+            if r["file_path"] == "shop/models.py" and r["qualified_name"] == "Cart"][0]
+    assert any(u["caller"] == "empty_cart" for u in cart["references"])
+
+
+def make_big_repo(root: Path, files: int = 120) -> None:
+    for i in range(files):
+        package = root / f"pkg{i % 6}"
+        package.mkdir(parents=True, exist_ok=True)
+        (package / f"mod{i}.py").write_text(
+            f'"""Module {i}."""\n\n\nclass Handler{i}:\n    """Handles case {i}."""\n\n'
+            f"    def handle(self, value: int) -> int:\n        return helper_{i}(value) + {i}\n\n\n"
+            f"def helper_{i}(value: int) -> int:\n    \"\"\"Helper {i}.\"\"\"\n"
+            f"    return Handler{(i + 1) % files}().handle(value) if value > {i} else value\n")
+
+
+def run_cli(args: list[str], env: dict, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(ROOT / "preprocessing.py"), *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def test_kill_9_mid_run_then_rerun_equals_clean_index(tmp_path):
+    repo = tmp_path / "big"
+    make_big_repo(repo)
+    env = {**os.environ, "CODEQA_DATA_DIR": str(tmp_path / "killed"), "CODEQA_WRITE_BATCH": "4",
+           "CODEQA_EMBEDDING_BATCH_SIZE": "8"}
+    killed_mid_run = 0
+    for delay in (6.0, 8.0, 10.0, 12.0):
+        proc = run_cli(["index", str(repo), "--name", "big", "--no-progress"], env)
+        try:
+            proc.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            killed_mid_run += 1
+        # Edit between runs, as a developer would while an index run was interrupted.
+        target = repo / "pkg1" / "mod1.py"
+        target.write_text(target.read_text().replace("+ 1\n", f"+ {int(delay)}\n"))
+    assert killed_mid_run >= 1, "the indexer finished before any kill: make the repo bigger"
+    final = run_cli(["index", str(repo), "--name", "big", "--no-progress"], env)
+    out, err = final.communicate(timeout=600)
+    assert final.returncode == 0, err
+
+    killed_settings = settings_from_env(env)
+    clean_env = {**env, "CODEQA_DATA_DIR": str(tmp_path / "clean")}
+    clean = run_cli(["index", str(repo), "--name", "big", "--no-progress"], clean_env)
+    assert clean.wait(timeout=600) == 0
+    assert_same_rows(snapshot(killed_settings, "big"), snapshot(settings_from_env(clean_env), "big"))
+
+
+def settings_from_env(env: dict):
+    from config import Settings
+    return Settings(data_dir=Path(env["CODEQA_DATA_DIR"]))
+
+
+# --- Bad input, through the real CLI ---------------------------------------------------------
+
+def cli(args: list[str], data_dir: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CODEQA_DATA_DIR": str(data_dir)}
+    return subprocess.run([sys.executable, str(ROOT / "preprocessing.py"), *args], env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_bad_input_is_skipped_counted_and_reported(tmp_path):
+    repo = tmp_path / "messy"
+    repo.mkdir()
+    (repo / "good.py").write_text("def good():\n    return 1\n")
+    (repo / "broken.py").write_text("def fine():\n    return 2\n\ndef broken(:\n    pass\n")
+    (repo / "latin1.py").write_bytes('def caf\xe9():\n    """Caf\xe9 cr\xe8me."""\n    return 3\n'.encode("latin-1")
+                                      .replace(b"caf\xe9()", b"cafe()"))
+    (repo / "blob.bin.py").write_bytes(b"\x00\x01\x02" * 100)
+    (repo / "huge.py").write_text("x = 1\n" * (5 * 1024 * 1024 // 6 + 1))
+    (repo / "loop").symlink_to(repo, target_is_directory=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("def secret():\n    return 4\n")
+    (repo / "escape").symlink_to(outside, target_is_directory=True)
+
+    result = cli(["index", str(repo), "--no-progress"], tmp_path / "data")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    for words in ("binary", "too_large", "symlink", "decoded with replacement", "syntax errors"):
+        assert words in result.stdout, (words, result.stdout)
+
+    rows = snapshot(settings_from_env({"CODEQA_DATA_DIR": str(tmp_path / "data")}), "messy")["methods"]
+    names = {r["name"] for r in rows.values()}
+    # tree-sitter recovers `broken` from the syntax error; the out-of-repo `secret` never appears.
+    assert {"cafe", "fine", "good"} <= names and "secret" not in names
+    assert next(r["doc"] for r in rows.values() if r["name"] == "cafe") == "Caf\ufffd cr\ufffdme."
+    assert all(not r["file_path"].startswith(("escape/", "loop/")) for r in rows.values())
+
+
+@pytest.mark.parametrize("setup, message", [
+    (lambda root: None, "does not exist"),
+    (lambda root: root.write_text("x"), "not a directory"),
+    (lambda root: root.mkdir(), "Nothing indexable"),
+    (lambda root: (root.mkdir(), (root / ".gitignore").write_text("*.py\n"),
+                   (root / "a.py").write_text("def a(): pass\n")), "Nothing indexable"),
+])
+def test_cli_errors_are_one_line_and_non_zero(tmp_path, setup, message):
+    root = tmp_path / "target"
+    setup(root)
+    result = cli(["index", str(root)], tmp_path / "data")
+    assert result.returncode == 1
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_cli_index_list_remove(tmp_path, sample_copy):
+    data = tmp_path / "data"
+    shutil.rmtree(sample_copy / "java")
+    assert cli(["index", str(sample_copy), "--name", "shop", "--no-progress"], data).returncode == 0
+    listed = cli(["list"], data)
+    assert listed.returncode == 0 and "shop" in listed.stdout and "local:all-MiniLM-L6-v2" in listed.stdout
+    unknown = cli(["remove", "nope"], data)
+    assert unknown.returncode == 1 and "Unknown repo 'nope'" in unknown.stderr
+    assert cli(["remove", "shop"], data).returncode == 0
+    assert "No repos indexed" in cli(["list"], data).stdout
