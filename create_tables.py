@@ -17,6 +17,7 @@ import json
 import re
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import timedelta
 from typing import Iterable, Sequence
 
@@ -127,15 +128,16 @@ def code_tokens(text: str) -> str:
     "merge handler" all meet in the index, which the stock tokenizer (it splits on `_` and
     stems) would not guarantee.
     """
-    out: list[str] = []
-    for match in _IDENTIFIER.finditer(text):
-        word = match.group()
-        parts = identifier_parts(word)
-        whole = word.replace("_", "").lower()
-        if whole and (len(parts) != 1 or parts[0] != whole):
-            out.append(whole)
-        out.extend(parts)
-    return " ".join(out)
+    return " ".join(map(_expand_identifier, _IDENTIFIER.findall(text)))
+
+
+@lru_cache(maxsize=200_000)
+def _expand_identifier(word: str) -> str:
+    parts = identifier_parts(word)
+    whole = word.replace("_", "").lower()
+    if whole and (len(parts) != 1 or parts[0] != whole):
+        parts.insert(0, whole)
+    return " ".join(parts)
 
 
 def path_tokens(file_path: str) -> str:

@@ -13,7 +13,8 @@ import posixpath
 import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass
-from typing import Iterable
+from functools import cached_property, lru_cache
+from typing import Iterable, Sequence
 
 # Languages whose code calls each other's definitions directly.
 LANGUAGE_FAMILY = {"typescript": "javascript", "cpp": "c"}
@@ -21,6 +22,9 @@ METHOD_KINDS = frozenset({"function", "method", "constructor"})
 INSTANTIABLE_KINDS = frozenset({"class", "struct", "record", "enum", "union"})
 SELF_NAMES = frozenset({"self", "this", "Self", "cls", "super"})
 CONSTRUCTOR_CALLS = frozenset({"new", "__init__", "constructor"})
+# An `obj.m()` matching more definitions than this, with nothing to choose between them, says
+# nothing about any of them: it is counted as unresolved rather than attached to all.
+MAX_AMBIGUOUS = 4
 _MODULE_NOISE = frozenset({"crate", "self", "super", "std", "", ".", ".."})
 _SOURCE_EXT = re.compile(r"\.(h|hh|hpp|hxx|c|cc|cpp|cxx|js|jsx|mjs|cjs|ts|tsx|py|rs|go|java)$")
 
@@ -58,6 +62,22 @@ class FileReferences:
     references: list[ReferenceSite]
     imports: list[str]
     imported_names: list[str]
+
+    @cached_property
+    def _import_scores(self) -> dict[str, int]:
+        return {}
+
+    @cached_property
+    def _import_modules(self) -> list[tuple[str, ...]]:
+        return [_module_segments(spec, self.file_path) for spec in self.imports]
+
+    def import_score(self, candidate_path: str) -> int:
+        """How well this file's imports name `candidate_path` (0: not imported); memoised."""
+        scores = self._import_scores
+        if candidate_path not in scores:
+            scores[candidate_path] = max((_import_match(m, candidate_path) for m in self._import_modules),
+                                         default=0)
+        return scores[candidate_path]
 
 
 @dataclass(frozen=True)
@@ -176,19 +196,17 @@ def _disambiguate(candidates: list[SymbolInfo], site: ReferenceSite, file: FileR
     same_package = [c for c in candidates if posixpath.dirname(c.file_path) == directory]
     if same_package:
         return same_package, "same_package"
-    return candidates, "ambiguous"
+    return (candidates if len(candidates) <= MAX_AMBIGUOUS else []), "ambiguous"
 
 
 def _best_imported(candidates: list[SymbolInfo], file: FileReferences) -> list[SymbolInfo]:
     """Candidates whose file the referencing file imports, best path match first."""
-    modules = [_module_segments(spec, file.file_path) for spec in file.imports]
-    scored = [(max((_import_match(m, c.file_path) for m in modules), default=0), c)
-              for c in candidates]
+    scored = [(file.import_score(c.file_path), c) for c in candidates]
     best = max((score for score, _ in scored), default=0)
     return [c for score, c in scored if best and score == best]
 
 
-def _module_segments(spec: str, importer: str) -> list[str]:
+def _module_segments(spec: str, importer: str) -> tuple[str, ...]:
     spec = spec.strip().strip("'\"<>")
     if spec.startswith("."):
         if "/" in spec:
@@ -196,12 +214,12 @@ def _module_segments(spec: str, importer: str) -> list[str]:
         else:  # Python relative import: `.x` / `..x`
             spec = spec.lstrip(".")
     spec = _SOURCE_EXT.sub("", spec)
-    return [s.lower() for s in re.split(r"[./:\\]+", spec) if s.lower() not in _MODULE_NOISE]
+    return tuple(s.lower() for s in re.split(r"[./:\\]+", spec) if s.lower() not in _MODULE_NOISE)
 
 
-def _import_match(module: list[str], file_path: str) -> int:
+def _import_match(module: tuple[str, ...], file_path: str) -> int:
     """How many trailing path segments of `file_path` (or its directory) the import names."""
-    stem = _SOURCE_EXT.sub("", file_path).lower().split("/")
+    stem = _path_parts(file_path)
     best = 0
     for path in (stem, stem[:-1]):
         for mod in (module, module[:-1]):
@@ -209,7 +227,12 @@ def _import_match(module: list[str], file_path: str) -> int:
     return best
 
 
-def _common_suffix(a: list[str], b: list[str]) -> int:
+@lru_cache(maxsize=65536)
+def _path_parts(file_path: str) -> tuple[str, ...]:
+    return tuple(_SOURCE_EXT.sub("", file_path).lower().split("/"))
+
+
+def _common_suffix(a: Sequence[str], b: Sequence[str]) -> int:
     n = 0
     while n < len(a) and n < len(b) and a[-1 - n] == b[-1 - n]:
         n += 1

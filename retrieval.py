@@ -1,0 +1,611 @@
+"""Question → ranked methods and classes → context: the search half of CodeQA.
+
+    python retrieval.py search --repo NAME [--k 10] [--no-hyde] [--rerank|--no-rerank]
+                               [--lang L] [--path P] [--json] "QUESTION"
+    python retrieval.py search --repo NAME --json --batch questions.jsonl
+
+Pipeline: HyDE (the LLM writes the code it expects) → hybrid search → HyDE with the real
+code found (the question rewritten with the codebase's names) → hybrid search over a
+candidate pool → optional ColBERT rerank → exact-name matches on top. Every stage can be
+switched off and reports its time; without an LLM, search still runs and says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from lancedb.query import MultiMatchQuery
+from lancedb.rerankers import LinearCombinationReranker, RRFReranker
+
+import create_tables
+import prompts
+from config import Settings
+from embeddings import EmbeddingError, get_embedder
+from llm import LLMClient, LLMUnavailable
+
+MAX_QUERY_CHARS = 20_000
+EMBED_QUERY_CHARS = 1_200  # what the embedder sees of a long query: its opening (title, prose)
+MAX_KEYWORDS = 64  # BM25 terms taken from a query
+MAX_EXACT = 5  # rows an exact mention may lift to the top
+FTS_COLUMNS = ["search_text", "name_text", "path_text"]
+FTS_BOOSTS = [1.0, 2.0, 1.0]
+SELECT = ["id", "kind", "name", "qualified_name", "file_path", "start_line", "end_line", "language",
+          "signature", "doc", "code", "parent", "references", "reference_count"]
+FIRST_PASS = 5  # methods and classes each, shown to HyDE step 2
+CODE_EXTENSIONS = ("py", "java", "js", "jsx", "mjs", "cjs", "ts", "tsx", "rs", "go", "c", "h", "cc", "cpp",
+                   "cxx", "hpp", "hh", "hxx", "md", "rst", "txt")
+
+
+class QueryError(ValueError):
+    """The query itself is unusable (empty, too long); the message says why."""
+
+
+@dataclass
+class SearchOptions:
+    k: int = 10
+    hyde: bool = True
+    rerank: bool | None = None  # None: the CODEQA_RERANK setting
+    language: str | None = None
+    path_prefix: str | None = None
+    mode: str = "hybrid"  # hybrid | vector | bm25
+    pool: int | None = None  # candidates per table before rerank; default 3 × k
+    fusion: str = "rrf"  # rrf | linear
+
+    def pool_size(self) -> int:
+        return max(self.pool or 3 * self.k, 2 * self.k)
+
+
+@dataclass
+class Hit:
+    """One retrieved method, class or docs section."""
+
+    id: str
+    table: str
+    kind: str
+    name: str
+    qualified_name: str
+    file_path: str
+    start_line: int
+    end_line: int
+    language: str
+    signature: str
+    doc: str
+    code: str
+    parent: str | None
+    references: list[dict]
+    reference_count: int
+    score: float
+    exact: bool = False
+
+    def to_json(self) -> dict:
+        return {
+            "kind": self.kind, "name": self.name, "qualified_name": self.qualified_name,
+            "file_path": self.file_path, "start_line": self.start_line, "end_line": self.end_line,
+            "language": self.language, "score": round(self.score, 6), "exact_match": self.exact,
+            "reference_count": self.reference_count,
+            "references": [{k: r[k] for k in ("file_path", "line", "column", "text")} for r in self.references],
+        }
+
+
+@dataclass
+class SearchResult:
+    id: str
+    query: str
+    expanded_query: str
+    results: list[Hit]
+    timings_ms: dict[str, float]
+    rerank: dict
+    hyde: dict
+    notices: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "query": self.query, "expanded_query": self.expanded_query,
+                "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
+                "rerank": self.rerank, "hyde": self.hyde, "notices": self.notices,
+                "results": [hit.to_json() for hit in self.results]}
+
+
+# --- Reading a query ---------------------------------------------------------------------------
+
+_CODE_IDENT = re.compile(
+    r"`([^`\n]{1,120})`"  # anything in backticks
+    r"|\b([A-Za-z_][\w]*(?:(?:\.|::)[A-Za-z_]\w*)+)\b"  # dotted / :: paths
+    r"|\b([A-Za-z_]\w*)(?=\()"  # name(
+    r"|\b([a-z]+_\w+|_\w+|[A-Za-z]+[a-z0-9]+[A-Z]\w*|[A-Z]{2,}_\w+)\b")  # snake, _private, camel/Pascal
+_FILE_MENTION = re.compile(r"[\w./\\-]*\w\.(?:%s)\b" % "|".join(CODE_EXTENSIONS))
+_PY_FRAME = re.compile(r'File "([^"]+)", line \d+, in (\w+)')
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    text: str
+    semantic: str  # what gets embedded
+    keywords: str  # what BM25 gets
+    symbols: tuple[str, ...]  # code-shaped names the question mentions
+    files: tuple[str, ...]  # file names or paths it mentions
+
+
+def parse_query(text: str) -> ParsedQuery:
+    """Split a question into what to embed, what BM25 should match and what it names exactly.
+
+    A long issue report (stack traces, logs) is handled on purpose: the embedding sees its
+    opening, where people describe the problem; BM25 sees its identifiers, code-shaped ones
+    first, wherever they appear; stack-trace frames count as mentions.
+    """
+    symbols: list[str] = []
+    files: list[str] = []
+    for path, function in _PY_FRAME.findall(text):
+        files.append(path)
+        symbols.append(function)
+    for match in _CODE_IDENT.finditer(text):
+        token = next(g for g in match.groups() if g).strip().rstrip("()")
+        if _FILE_MENTION.fullmatch(token):
+            continue
+        symbols.append(token.replace("::", "."))
+    files += _FILE_MENTION.findall(text)
+    symbols = list(dict.fromkeys(s for s in symbols if re.fullmatch(r"[\w.]+", s)))
+    files = list(dict.fromkeys(f.replace("\\", "/").lstrip("./") for f in files))
+
+    code_terms = create_tables.code_tokens(" ".join(symbols + files)).split()
+    prose_terms = create_tables.code_tokens(text).split()
+    keywords = list(dict.fromkeys(code_terms + prose_terms))[:MAX_KEYWORDS]
+    semantic = text if len(text) <= EMBED_QUERY_CHARS else (
+        text[:EMBED_QUERY_CHARS].rsplit("\n", 1)[0] + "\n" + " ".join(symbols[:40]))
+    return ParsedQuery(text, semantic, " ".join(keywords), tuple(symbols[:20]), tuple(files[:10]))
+
+
+# --- The retriever -------------------------------------------------------------------------------
+
+@dataclass
+class _Stages:
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def time(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - start) * 1000
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _where(options: SearchOptions) -> str | None:
+    clauses = []
+    if options.language:
+        clauses.append(f"language = {_quote(options.language.lower())}")
+    if options.path_prefix:
+        prefix = options.path_prefix.strip().lstrip("./")
+        clauses.append(f"file_path LIKE {_quote(_like_escape(prefix) + '%')}")
+    return " AND ".join(clauses) or None
+
+
+class Retriever:
+    """Loads the embedder, LLM client and reranker once; `search()` is safe to call from threads."""
+
+    def __init__(self, settings: Settings, llm: LLMClient | None = None, threads: int | None = 1) -> None:
+        self.settings = settings
+        self.db = create_tables.connect(settings)
+        self.embedder = get_embedder(settings, threads=threads)
+        self.embedder.embed(["warm up"])  # load the model now, not inside the first query's timing
+        self._llm = llm
+        self._lock = threading.Lock()
+        self._tables: dict[tuple[str, str], object] = {}
+
+    @property
+    def llm(self) -> LLMClient:
+        with self._lock:
+            if self._llm is None:
+                self._llm = LLMClient(self.settings)
+            return self._llm
+
+    def reranker(self):
+        from rerank import get_reranker
+        return get_reranker(self.settings)
+
+    def _table(self, repo: create_tables.RepoInfo, kind: str):
+        key = (repo.prefix, kind)
+        with self._lock:
+            if key not in self._tables:
+                self._tables[key] = self.db.open_table(f"{repo.prefix}__{kind}")
+            table = self._tables[key]
+        table.checkout_latest()
+        return table
+
+    def search(self, repo_name: str, query: str, options: SearchOptions | None = None,
+               query_id: str | None = None) -> SearchResult:
+        options = options or SearchOptions()
+        text = (query or "").strip()
+        if not text:
+            raise QueryError("The query is empty.")
+        if len(text) > MAX_QUERY_CHARS:
+            raise QueryError(f"The query has {len(text):,} characters; the limit is {MAX_QUERY_CHARS:,}.")
+        if options.mode not in {"hybrid", "vector", "bm25"}:
+            raise QueryError(f"Unknown search mode {options.mode!r}.")
+        repo = create_tables.get_repo(self.db, repo_name)
+        if repo.embedding_model != self.embedder.model_id:
+            raise create_tables.ModelMismatchError(
+                f"Repo {repo.name!r} was indexed with {repo.embedding_model}, but the configured "
+                f"embedding model is {self.embedder.model_id}.")
+        stages = _Stages()
+        notices: list[str] = []
+        started = time.perf_counter()
+        parsed = parse_query(text)
+        search_text, hyde = self._hyde(repo, parsed, options, stages, notices)
+        with stages.time("search"):
+            pool = self._hybrid(repo, search_text, parsed, options, options.pool_size(), stages)
+        hits, rerank = self._rerank(parsed, search_text, pool, options, stages, notices)
+        with stages.time("exact"):
+            hits = self._exact_first(repo, parsed, hits, options)
+        stages.timings["total"] = (time.perf_counter() - started) * 1000
+        return SearchResult(id=query_id or uuid.uuid4().hex[:12], query=text,
+                            expanded_query=search_text.text if hyde["used"] else "",
+                            results=hits[:options.k], timings_ms=stages.timings, rerank=rerank,
+                            hyde=hyde, notices=notices)
+
+    # HyDE ---------------------------------------------------------------------------------------
+
+    def _hyde(self, repo, parsed: ParsedQuery, options: SearchOptions, stages: _Stages,
+              notices: list[str]) -> tuple[ParsedQuery, dict]:
+        """Two HyDE steps; returns the query to search with and whether HyDE was used."""
+        if not options.hyde:
+            return parsed, {"used": False, "reason": "switched off"}
+        languages = ", ".join(lang for lang, _ in sorted(
+            repo.stats.get("files_by_language", {}).items(), key=lambda item: -item[1])[:4]) or "unknown"
+        try:
+            with stages.time("hyde"):
+                imagined = self.llm.complete("hyde", prompts.hyde_messages(parsed.text[:4000], languages),
+                                             max_tokens=prompts.HYDE_MAX_TOKENS)
+            first_query = _with_question(parse_query(imagined), parsed)
+            with stages.time("first_search"):
+                found = self._hybrid(repo, first_query, parsed, options, FIRST_PASS, stages, per_table=True)
+            with stages.time("expansion"):
+                expanded = self.llm.complete("hyde", prompts.expansion_messages(
+                    parsed.text[:2000], _snippets_for_expansion(found)),
+                    max_tokens=prompts.EXPANSION_MAX_TOKENS)
+        except LLMUnavailable as exc:
+            notices.append(f"HyDE skipped, searching with the question alone: {exc}")
+            return parsed, {"used": False, "reason": str(exc)}
+        return _with_question(parse_query(expanded + "\n" + imagined), parsed), {"used": True, "reason": ""}
+
+    # Search -------------------------------------------------------------------------------------
+
+    def _hybrid(self, repo, query: ParsedQuery, original: ParsedQuery, options: SearchOptions,
+                limit: int, stages: _Stages, per_table: bool = False) -> list[Hit]:
+        """Search both tables; return candidates best first (per table interleaved by score)."""
+        with stages.time("embed"):
+            vector = self.embedder.embed([query.semantic])[0] if options.mode != "bm25" else None
+        where = _where(options)
+        hits: list[Hit] = []
+        for kind in ("methods", "classes"):
+            table = self._table(repo, kind)
+            hits += [_hit(row, kind) for row in self._query(table, vector, query.keywords, options, where, limit)]
+        hits.sort(key=lambda h: -h.score)
+        return hits
+
+    def _query(self, table, vector, keywords: str, options: SearchOptions, where: str | None,
+               limit: int) -> list[dict]:
+        text_query = MultiMatchQuery(keywords, FTS_COLUMNS, boosts=FTS_BOOSTS) if keywords else None
+        if options.mode == "vector" or (options.mode == "hybrid" and text_query is None):
+            builder = table.search(vector, query_type="vector").distance_type("cosine")
+            score = lambda row: 1.0 - row["_distance"]  # noqa: E731
+        elif options.mode == "bm25":
+            if text_query is None:
+                return []
+            builder = table.search(text_query, query_type="fts")
+            score = lambda row: row["_score"]  # noqa: E731
+        else:
+            fusion = (LinearCombinationReranker(weight=0.7) if options.fusion == "linear"
+                      else RRFReranker())
+            builder = (table.search(query_type="hybrid").vector(vector).text(text_query)
+                       .distance_type("cosine").rerank(fusion))
+            score = lambda row: row["_relevance_score"]  # noqa: E731
+        if where:
+            builder = builder.where(where, prefilter=True)
+        rows = builder.select(SELECT).limit(limit).to_list()
+        for row in rows:
+            row["_score_value"] = float(score(row))
+        return rows
+
+    def _rerank(self, parsed: ParsedQuery, search_text: ParsedQuery, pool: list[Hit],
+                options: SearchOptions, stages: _Stages, notices: list[str]) -> tuple[list[Hit], dict]:
+        wanted = self.settings.rerank if options.rerank is None else options.rerank
+        if not wanted:
+            return pool, {"used": False, "reason": "switched off"}
+        from rerank import RerankUnavailable
+        reranker = self.reranker()
+        status = reranker.status()
+        if not status.available:
+            notices.append(f"Rerank unavailable: {status.reason}")
+            return pool, {"used": False, "reason": status.reason}
+        try:
+            with stages.time("rerank"):
+                scores = reranker.score(parsed.semantic, [_rerank_text(hit) for hit in pool])
+        except RerankUnavailable as exc:
+            notices.append(f"Rerank unavailable: {exc}")
+            return pool, {"used": False, "reason": str(exc)}
+        for hit, value in zip(pool, scores):
+            hit.score = float(value)
+        return sorted(pool, key=lambda h: -h.score), {"used": True, "reason": status.reason}
+
+    def _exact_first(self, repo, parsed: ParsedQuery, hits: list[Hit], options: SearchOptions) -> list[Hit]:
+        """Put rows the question names exactly (symbols, files) on top, in the order named."""
+        if not parsed.symbols and not parsed.files:
+            return hits
+        exact: list[Hit] = []
+        for kind in ("methods", "classes"):
+            exact += [_hit(row, kind) for row in self._exact_rows(repo, kind, parsed, options)]
+        ranked = {h.id: i for i, h in enumerate(hits)}
+        order = {name: i for i, name in enumerate(parsed.symbols + parsed.files)}
+
+        def rank(hit: Hit) -> tuple[int, int]:
+            named = min((i for name, i in order.items() if _names(hit, name)), default=len(order))
+            return named, ranked.get(hit.id, len(ranked))
+
+        exact = sorted({h.id: h for h in exact}.values(), key=rank)[:MAX_EXACT]
+        top = hits[0].score if hits else 1.0
+        lifted = []
+        for hit in exact:
+            hit = next((h for h in hits if h.id == hit.id), hit)
+            hit.exact, hit.score = True, max(hit.score, top)
+            lifted.append(hit)
+        lifted_ids = {h.id for h in lifted}
+        return lifted + [h for h in hits if h.id not in lifted_ids]
+
+    def _exact_rows(self, repo, kind: str, parsed: ParsedQuery, options: SearchOptions) -> list[dict]:
+        clauses = []
+        if parsed.symbols:
+            names = ", ".join(_quote(s) for s in parsed.symbols)
+            last = ", ".join(_quote(s.rsplit(".", 1)[-1]) for s in parsed.symbols if "." in s)
+            clauses.append(f"qualified_name IN ({names})")
+            clauses.append(f"name IN ({names})")
+            if last:
+                clauses.append(f"(name IN ({last}) AND kind != 'doc')")
+        for path in parsed.files:
+            clauses.append(f"file_path = {_quote(path)}")
+            clauses.append(f"file_path LIKE {_quote('%/' + _like_escape(path))}")
+        where = "(" + " OR ".join(clauses) + ")"
+        extra = _where(options)
+        if extra:
+            where += f" AND {extra}"
+        table = self._table(repo, kind)
+        rows = table.search().where(where).select(SELECT).limit(50).to_list()
+        symbol_rows = [r for r in rows if any(_row_names(r, s) for s in parsed.symbols)]
+        file_rows = [r for r in rows if r not in symbol_rows]
+        # A named file contributes its largest definition rather than all of its rows.
+        file_rows.sort(key=lambda r: -(r["end_line"] - r["start_line"]))
+        for row in rows:
+            row["_score_value"] = 0.0
+        return symbol_rows + file_rows[:1]
+
+
+def _row_names(row: dict, name: str) -> bool:
+    return row["qualified_name"] == name or row["name"] == name or (
+        "." in name and row["qualified_name"].endswith("." + name.split(".", 1)[-1])
+        and row["name"] == name.rsplit(".", 1)[-1])
+
+
+def _names(hit: Hit, name: str) -> bool:
+    return _row_names({"qualified_name": hit.qualified_name, "name": hit.name}, name) or (
+        hit.file_path == name or hit.file_path.endswith("/" + name))
+
+
+def _hit(row: dict, table: str) -> Hit:
+    return Hit(id=row["id"], table=table, kind=row["kind"], name=row["name"],
+               qualified_name=row["qualified_name"], file_path=row["file_path"],
+               start_line=row["start_line"], end_line=row["end_line"], language=row["language"],
+               signature=row["signature"] or "", doc=row["doc"] or "", code=row["code"] or "",
+               parent=row["parent"], references=list(row["references"] or []),
+               reference_count=row["reference_count"] or 0, score=row["_score_value"])
+
+
+def _with_question(generated: ParsedQuery, question: ParsedQuery) -> ParsedQuery:
+    """Search text from LLM output, keeping the question's own names and words in BM25."""
+    keywords = list(dict.fromkeys(question.keywords.split() + generated.keywords.split()))[:MAX_KEYWORDS]
+    semantic = (generated.text[:EMBED_QUERY_CHARS // 2] + "\n" + question.semantic)[:EMBED_QUERY_CHARS * 2]
+    return ParsedQuery(generated.text, semantic, " ".join(keywords), question.symbols, question.files)
+
+
+def _snippets_for_expansion(hits: list[Hit]) -> str:
+    """The first search's findings for HyDE step 2, each once: where, signature, doc line."""
+    lines = []
+    for hit in hits[:2 * FIRST_PASS]:
+        doc = hit.doc.strip().splitlines()[0] if hit.doc.strip() else ""
+        head = hit.signature or next(iter(hit.code.strip().splitlines()), hit.name)
+        lines.append(f"{hit.file_path}:{hit.start_line} {hit.qualified_name}: {head[:160]}"
+                     + (f" — {doc[:120]}" if doc else ""))
+    return "\n".join(lines)
+
+
+def _rerank_text(hit: Hit) -> str:
+    return f"{hit.file_path} {hit.qualified_name}\n{hit.signature}\n{hit.doc[:300]}\n{hit.code[:1500]}"
+
+
+# --- Context ---------------------------------------------------------------------------------------
+
+CONTEXT_REFERENCES = 5
+
+
+def estimate_tokens(text: str) -> int:
+    """A deliberately pessimistic token count (≈3 characters per token for code)."""
+    return (len(text) + 2) // 3
+
+
+@dataclass
+class ContextPart:
+    hit: Hit
+    text: str
+    trimmed: bool
+
+
+@dataclass
+class Context:
+    parts: list[ContextPart]
+    omitted: list[Hit]
+    budget: int
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(part.text for part in self.parts)
+
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.text)
+
+
+def _header(hit: Hit) -> str:
+    return f"### {hit.file_path}:{hit.start_line}-{hit.end_line} ({hit.kind} {hit.qualified_name})"
+
+
+def _references_block(hit: Hit) -> str:
+    if not hit.references:
+        return ""
+    shown = hit.references[:CONTEXT_REFERENCES]
+    lines = [f"Used in ({len(shown)} of {hit.reference_count}):"]
+    lines += [f"- {r['file_path']}:{r['line']}: {r['text']}" for r in shown]
+    return "\n".join(lines)
+
+
+def _block(hit: Hit, code_lines: list[str], trimmed_from: int | None) -> str:
+    parts = [_header(hit), "```" + hit.language, *code_lines]
+    if trimmed_from is not None:
+        parts.append(f"... (lines {trimmed_from}-{hit.end_line} not shown)")
+    parts.append("```")
+    refs = _references_block(hit)
+    return "\n".join(parts + ([refs] if refs else []))
+
+
+def build_context(hits: list[Hit], budget_tokens: int) -> Context:
+    """Assemble snippets to a token budget: whole snippets first, then trimmed ones.
+
+    Never cuts inside a line and never exceeds the budget (separators included)."""
+    parts: dict[int, ContextPart] = {}
+    used = 0
+    separator = estimate_tokens("\n\n")
+    deferred = []
+    for index, hit in enumerate(hits):
+        whole = _block(hit, hit.code.splitlines(), None)
+        cost = estimate_tokens(whole) + separator
+        if used + cost <= budget_tokens:
+            parts[index] = ContextPart(hit, whole, False)
+            used += cost
+        else:
+            deferred.append(index)
+    omitted = []
+    for index in deferred:
+        hit = hits[index]
+        lines = hit.code.splitlines()
+        best = None
+        low, high = 1, len(lines) - 1
+        while low <= high:  # the longest prefix of whole lines that fits
+            mid = (low + high) // 2
+            candidate = _block(hit, lines[:mid], hit.start_line + mid)
+            if used + estimate_tokens(candidate) + separator <= budget_tokens:
+                best, low = candidate, mid + 1
+            else:
+                high = mid - 1
+        if best is None:
+            omitted.append(hit)
+            continue
+        parts[index] = ContextPart(hit, best, True)
+        used += estimate_tokens(best) + separator
+    ordered = [parts[i] for i in sorted(parts) if not parts[i].trimmed] + \
+              [parts[i] for i in sorted(parts) if parts[i].trimmed]
+    return Context(ordered, omitted, budget_tokens)
+
+
+# --- CLI ---------------------------------------------------------------------------------------------
+
+def _format_human(result: SearchResult) -> str:
+    lines = []
+    for notice in result.notices:
+        lines.append(f"note: {notice}")
+    if result.expanded_query:
+        lines.append(f"expanded query: {result.expanded_query[:300]}")
+    for rank, hit in enumerate(result.results, 1):
+        mark = " (exact)" if hit.exact else ""
+        lines.append(f"{rank:2}. {hit.file_path}:{hit.start_line}-{hit.end_line}  {hit.kind} "
+                     f"{hit.qualified_name}  score {hit.score:.4f}{mark}")
+        for ref in hit.references[:3]:
+            lines.append(f"      used in {ref['file_path']}:{ref['line']}  {ref['text'][:80]}")
+        if hit.reference_count > 3:
+            lines.append(f"      ... {hit.reference_count} uses in all")
+    timings = ", ".join(f"{k} {v:.0f} ms" for k, v in result.timings_ms.items())
+    lines.append(f"time: {timings}; rerank: {'used' if result.rerank['used'] else result.rerank['reason']}")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="retrieval.py", description="Search an indexed repo.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    search = commands.add_parser("search", help="search a repo for a question")
+    search.add_argument("query", nargs="?", help="the question (omit with --batch)")
+    search.add_argument("--repo", required=True)
+    search.add_argument("--k", type=int, default=10)
+    search.add_argument("--no-hyde", action="store_true", help="skip the two LLM HyDE steps")
+    rerank = search.add_mutually_exclusive_group()
+    rerank.add_argument("--rerank", dest="rerank", action="store_true", default=None)
+    rerank.add_argument("--no-rerank", dest="rerank", action="store_false")
+    search.add_argument("--lang", help="only this language (python, java, ...)")
+    search.add_argument("--path", help="only files under this path prefix")
+    search.add_argument("--mode", choices=["hybrid", "vector", "bm25"], default="hybrid")
+    search.add_argument("--pool", type=int, help="candidates per table before rerank (default 3 × k)")
+    search.add_argument("--json", action="store_true", help="one JSON object per query")
+    search.add_argument("--batch", help='JSONL file of {"id", "query"} objects')
+    return parser
+
+
+def _batch(path: str) -> Iterator[tuple[str, str]]:
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                try:
+                    item = json.loads(line)
+                    yield str(item["id"]), item["query"]
+                except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                    raise QueryError(f"{path}:{number}: expected {{\"id\", \"query\"}}: {exc}") from exc
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if bool(args.query) == bool(args.batch):
+        print("error: give either a QUESTION or --batch FILE", file=sys.stderr)
+        return 2
+    options = SearchOptions(k=args.k, hyde=not args.no_hyde, rerank=args.rerank, language=args.lang,
+                            path_prefix=args.path, mode=args.mode, pool=args.pool)
+    try:
+        retriever = Retriever(Settings.from_env())
+        queries = _batch(args.batch) if args.batch else [(None, args.query)]
+        for query_id, query in queries:
+            try:
+                result = retriever.search(args.repo, query, options, query_id=query_id)
+            except QueryError as exc:
+                if not args.batch:
+                    raise
+                print(json.dumps({"id": query_id, "query": query, "error": str(exc)}), flush=True)
+                continue
+            print(json.dumps(result.to_json()) if args.json else _format_human(result), flush=True)
+    except (QueryError, create_tables.IndexStoreError, EmbeddingError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
