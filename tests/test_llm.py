@@ -7,9 +7,8 @@ import json
 import os
 import socket
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import psutil
@@ -17,70 +16,16 @@ import pytest
 
 import llm
 from config import Settings
+from conftest import http_server
 
 PROMPT = [{"role": "user", "content": "Write a Python function that adds two numbers."}]
 Handler = Callable[[BaseHTTPRequestHandler], None]
-
-
-# --- fixtures (embedded server shared by the whole session) ---------------------------------
-
-
-@pytest.fixture(scope="session")
-def llm_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data dir holding the assembled model, written once per session."""
-    data_dir = tmp_path_factory.mktemp("llm-data")
-    llm.ensure_model_file(data_dir)
-    return data_dir
-
-
-@pytest.fixture(scope="session")
-def embedded_settings(llm_data_dir: Path) -> Settings:
-    return Settings(data_dir=llm_data_dir, llm_base_url="", local_llm=True, local_llm_threads=1)
-
-
-@pytest.fixture(scope="session")
-def embedded_server(embedded_settings: Settings) -> Iterator[llm.LocalLLMServer]:
-    server = llm.LocalLLMServer(embedded_settings)
-    server.base_url()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def embedded_client(embedded_settings: Settings, embedded_server: llm.LocalLLMServer) -> llm.LLMClient:
-    return llm.LLMClient(embedded_settings, server=embedded_server)
 
 
 def remote_settings(base_url: str, **overrides: object) -> Settings:
     values: dict[str, object] = {"llm_base_url": base_url, "chat_model": "m", "llm_timeout": 5.0}
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]
-
-
-@contextmanager
-def http_server(handle: Handler) -> Iterator[tuple[str, list[str]]]:
-    """Serve every POST/GET with `handle` on a loopback port; yields (base_url, request paths)."""
-    seen: list[str] = []
-
-    class RequestHandler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            seen.append(self.path)
-            handle(self)
-
-        do_POST = do_GET
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), RequestHandler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def reply_json(status: int, body: object) -> Handler:
