@@ -27,7 +27,7 @@ from pathlib import Path
 
 EVAL_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(EVAL_DIR.parent))
-os.environ.setdefault("LANCE_LOG", "error")  # lance's per-query deprecation warnings drown the report
+os.environ.setdefault("LANCEDB_LOG", "error")  # lance's per-query deprecation warnings drown the report
 
 from config import Settings  # noqa: E402
 from preprocessing import index_repo  # noqa: E402
