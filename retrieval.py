@@ -334,15 +334,17 @@ class Retriever:
         if not status.available:
             notices.append(f"Rerank unavailable: {status.reason}")
             return pool, {"used": False, "reason": status.reason}
+        candidates = pool[:min(options.pool_size(), reranker.max_documents)]
         try:
             with stages.time("rerank"):
-                scores = reranker.score(parsed.semantic, [_rerank_text(hit) for hit in pool])
+                scores = reranker.score(parsed.semantic, [_rerank_text(hit) for hit in candidates])
         except RerankUnavailable as exc:
             notices.append(f"Rerank unavailable: {exc}")
             return pool, {"used": False, "reason": str(exc)}
-        for hit, value in zip(pool, scores):
+        for hit, value in zip(candidates, scores):
             hit.score = float(value)
-        return sorted(pool, key=lambda h: -h.score), {"used": True, "reason": status.reason}
+        reranked = sorted(candidates, key=lambda h: -h.score)
+        return reranked + pool[len(candidates):], {"used": True, "reason": reranker.status().reason}
 
     def _exact_first(self, repo, parsed: ParsedQuery, hits: list[Hit], options: SearchOptions) -> list[Hit]:
         """Put rows the question names exactly (symbols, files) on top, in the order named."""

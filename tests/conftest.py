@@ -108,3 +108,11 @@ def http_server(handle: Handler) -> Iterator[tuple[str, list[str]]]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(scope="session")
+def colbert_checkpoint(tmp_path_factory) -> Path:
+    """A tiny ColBERT with random weights and real model classes (the hub is unreachable here)."""
+    from colbert_checkpoint import build_checkpoint
+
+    return build_checkpoint(tmp_path_factory.mktemp("colbert") / "tiny-colbert")

@@ -1,0 +1,225 @@
+"""The retrieval pipeline on a real index of the sample repo, the real embedder and the real LLM."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+import create_tables
+import llm
+from conftest import ROOT, http_server
+from retrieval import (MAX_QUERY_CHARS, QueryError, Retriever, SearchOptions, build_context,
+                       estimate_tokens, parse_query)
+
+RESULT_KEYS = {"kind", "name", "qualified_name", "file_path", "start_line", "end_line", "language",
+               "score", "references"}
+
+
+@pytest.fixture(scope="module")
+def retriever(indexed_sample, embedded_settings, embedded_server):
+    settings, _ = indexed_sample
+    return Retriever(settings, llm=llm.LLMClient(embedded_settings, server=embedded_server))
+
+
+def no_llm_retriever(settings, base_url: str, timeout: float = 5.0) -> Retriever:
+    client = llm.LLMClient(settings.__class__(data_dir=settings.data_dir, llm_base_url=base_url,
+                                              chat_model="m", llm_timeout=timeout), retries=0)
+    return Retriever(settings, llm=client)
+
+
+def names(result) -> list[tuple[str, str]]:
+    return [(h.file_path, h.qualified_name) for h in result.results]
+
+
+def test_plain_search_finds_the_code_and_reports_its_stages(retriever):
+    result = retriever.search("sample", "how is an order CSV turned into products?",
+                              SearchOptions(k=5, hyde=False, rerank=False))
+    top = names(result)[:3]
+    assert ("shop/csv_parser.py", "Parser.parse") in top or ("shop/csv_parser.py", "Parser") in top
+    assert {"embed", "search", "total"} <= set(result.timings_ms)
+    assert result.hyde == {"used": False, "reason": "switched off"}
+    assert result.rerank == {"used": False, "reason": "switched off"}
+    scores = [h.score for h in result.results]
+    assert scores == sorted(scores, reverse=True)
+    assert {h.table for h in result.results} == {"methods", "classes"}
+
+
+def test_json_shape(retriever):
+    data = retriever.search("sample", "shopping cart total", SearchOptions(k=4, hyde=False),
+                            query_id="q1").to_json()
+    assert {"id", "query", "expanded_query", "timings_ms", "rerank", "results"} <= set(data)
+    assert data["id"] == "q1" and set(data["rerank"]) == {"used", "reason"}
+    assert len(data["results"]) == 4
+    for item in data["results"]:
+        assert RESULT_KEYS <= set(item)
+        for ref in item["references"]:
+            assert set(ref) == {"file_path", "line", "column", "text"}
+    json.dumps(data)
+
+
+def test_references_come_with_methods_and_classes(retriever):
+    result = retriever.search("sample", "Parser parse CSV", SearchOptions(k=10, hyde=False))
+    by_name = {(h.file_path, h.qualified_name): h for h in result.results}
+    parse = by_name[("shop/csv_parser.py", "Parser.parse")]
+    parser = by_name[("shop/csv_parser.py", "Parser")]
+    assert ("shop/checkout.py", 13) in {(r["file_path"], r["line"]) for r in parse.references}
+    assert ("shop/checkout.py", 11) in {(r["file_path"], r["line"]) for r in parser.references}
+    assert parse.reference_count >= 1 and parser.reference_count >= 1
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("what does make_demo_cart build?", ("shop/models.py", "make_demo_cart")),
+    ("is `Cart.cheapest` safe on an empty cart", ("shop/models.py", "Cart.cheapest")),
+    ("explain store.go please", ("go/inventory/store.go", None)),
+    ('Traceback (most recent call last):\n  File "shop/checkout.py", line 11, in checkout\n'
+     "ValueError: quantity must be positive", ("shop/checkout.py", "checkout")),
+])
+def test_exact_mentions_come_out_on_top(retriever, query, expected):
+    result = retriever.search("sample", query, SearchOptions(k=5, hyde=False))
+    first = result.results[0]
+    assert first.exact and first.file_path == expected[0]
+    if expected[1]:
+        assert first.qualified_name == expected[1]
+
+
+def test_filters(retriever):
+    java = retriever.search("sample", "add products to stock", SearchOptions(k=8, hyde=False, language="java"))
+    assert java.results and {h.language for h in java.results} == {"java"}
+    web = retriever.search("sample", "cart total", SearchOptions(k=8, hyde=False, path_prefix="web/"))
+    assert web.results and all(h.file_path.startswith("web/") for h in web.results)
+    nothing = retriever.search("sample", "cart", SearchOptions(k=5, hyde=False, path_prefix="no_such_dir/"))
+    assert nothing.results == []
+
+
+def test_modes_and_pool(retriever):
+    bm25 = retriever.search("sample", "formatPrice", SearchOptions(k=3, hyde=False, mode="bm25"))
+    assert bm25.results[0].qualified_name == "formatPrice"
+    vector = retriever.search("sample", "price formatting for display", SearchOptions(k=3, hyde=False, mode="vector"))
+    assert len(vector.results) == 3
+    assert SearchOptions(k=10, pool=5).pool_size() == 20 and SearchOptions(k=10).pool_size() == 30
+
+
+def test_hyde_runs_both_steps_with_the_real_llm(retriever):
+    result = retriever.search("sample", "where does the cart compute its total?", SearchOptions(k=5, hyde=True))
+    assert result.hyde["used"] is True
+    assert result.expanded_query
+    assert {"hyde", "first_search", "expansion", "search"} <= set(result.timings_ms)
+    assert result.results and not result.notices
+
+
+def test_llm_down_still_searches_and_says_so(indexed_sample):
+    settings, _ = indexed_sample
+    with http_server(lambda request: None) as (url, _):
+        closed = url  # the server closes when the block ends: a port nobody answers on
+    result = no_llm_retriever(settings, closed).search("sample", "cart total", SearchOptions(k=3))
+    assert result.hyde["used"] is False and "unreachable" in result.hyde["reason"]
+    assert any("HyDE skipped" in n for n in result.notices)
+    assert len(result.results) == 3
+
+
+def test_llm_timeout_still_searches(indexed_sample):
+    settings, _ = indexed_sample
+
+    def never_answer(request):
+        time.sleep(3)
+
+    with http_server(never_answer) as (url, _):
+        result = no_llm_retriever(settings, url, timeout=0.5).search("sample", "cart total", SearchOptions(k=3))
+    assert result.hyde["used"] is False and "timeout" in result.hyde["reason"]
+    assert len(result.results) == 3
+
+
+def test_bad_queries_and_unknown_repo(retriever):
+    with pytest.raises(QueryError, match="empty"):
+        retriever.search("sample", "   ")
+    with pytest.raises(QueryError, match="limit"):
+        retriever.search("sample", "x" * (MAX_QUERY_CHARS + 1))
+    with pytest.raises(create_tables.UnknownRepoError, match="nope"):
+        retriever.search("nope", "cart")
+
+
+def test_long_issue_report_is_handled_deliberately(retriever):
+    report = ("Checkout crashes for big orders. " * 40 + "\n"
+              + "\n".join(f"2024-01-01 INFO worker {i} processed batch" for i in range(300))
+              + '\n  File "shop/models.py", line 42, in add\nValueError: quantity must be positive\n')
+    parsed = parse_query(report)
+    assert len(parsed.semantic) < 1500 and "add" in parsed.symbols and "shop/models.py" in parsed.files
+    assert len(parsed.keywords.split()) <= 64
+    result = retriever.search("sample", report, SearchOptions(k=5, hyde=False))
+    assert result.results[0].file_path == "shop/models.py" and result.results[0].exact
+
+
+def test_rerank_without_weights_reports_why(retriever, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    result = retriever.search("sample", "cart total", SearchOptions(k=3, hyde=False, rerank=True))
+    assert result.rerank["used"] is False
+    assert "answerai-colbert-small-v1" in result.rerank["reason"]
+    assert any("Rerank unavailable" in n for n in result.notices)
+    assert len(result.results) == 3
+
+
+def test_rerank_with_a_local_checkpoint(indexed_sample, colbert_checkpoint):
+    settings, _ = indexed_sample
+    local = Retriever(settings.__class__(data_dir=settings.data_dir, colbert_model=str(colbert_checkpoint)))
+    result = local.search("sample", "cart total", SearchOptions(k=4, hyde=False, rerank=True, pool=6))
+    assert result.rerank["used"] is True and "rerank" in result.timings_ms
+    assert len(result.results) == 4
+
+
+# --- Context assembly ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("budget", [60, 150, 400, 900, 3000, 20000])
+def test_context_never_exceeds_budget_and_never_cuts_a_line(retriever, budget):
+    hits = retriever.search("sample", "cart products inventory", SearchOptions(k=12, hyde=False)).results
+    context = build_context(hits, budget)
+    assert estimate_tokens(context.text) <= budget
+    seen_trimmed = False
+    for part in context.parts:
+        original = part.hit.code.splitlines()
+        body = part.text.split("\n```" + part.hit.language + "\n", 1)[1].split("\n```", 1)[0].splitlines()
+        code = [line for line in body if not line.startswith("... (lines ")]
+        assert code == original[:len(code)]
+        assert part.trimmed == (len(code) < len(original))
+        assert not (seen_trimmed and not part.trimmed), "whole snippets come before trimmed ones"
+        seen_trimmed |= part.trimmed
+        assert part.text.startswith(f"### {part.hit.file_path}:{part.hit.start_line}-{part.hit.end_line}")
+    assert len(context.parts) + len(context.omitted) == len(hits)
+
+
+def test_context_includes_references(retriever):
+    hits = retriever.search("sample", "Parser parse CSV", SearchOptions(k=3, hyde=False)).results
+    text = build_context(hits, 5000).text
+    assert "Used in (" in text and "shop/checkout.py:1" in text
+
+
+# --- CLI --------------------------------------------------------------------------------------------
+
+def run_cli(args: list[str], settings) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CODEQA_DATA_DIR": str(settings.data_dir), "CODEQA_LOCAL_LLM": "0"}
+    return subprocess.run([sys.executable, str(ROOT / "retrieval.py"), *args], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_json_batch_and_errors(indexed_sample, tmp_path):
+    settings, _ = indexed_sample
+    batch = tmp_path / "q.jsonl"
+    batch.write_text('{"id": "a", "query": "cart total"}\n{"id": "b", "query": "format a price"}\n'
+                     '{"id": "c", "query": ""}\n')
+    result = run_cli(["search", "--repo", "sample", "--json", "--no-hyde", "--k", "3", "--batch", str(batch)],
+                     settings)
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["id"] for line in lines] == ["a", "b", "c"]
+    assert len(lines[0]["results"]) == 3 and "error" in lines[2]
+
+    single = run_cli(["search", "--repo", "sample", "--lang", "go", "cart store"], settings)
+    assert single.returncode == 0 and "go/" in single.stdout
+    assert "HyDE skipped" in single.stdout  # no LLM configured: said, not hidden
+
+    unknown = run_cli(["search", "--repo", "nope", "--no-hyde", "x"], settings)
+    assert unknown.returncode == 1 and "Unknown repo" in unknown.stderr and "Traceback" not in unknown.stderr
