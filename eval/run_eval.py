@@ -205,7 +205,7 @@ def run_config(retriever, config: EvalConfig, questions: list[Question], index: 
         result = retriever.search(REPO_NAME, q.query, options)
         elapsed = (time.perf_counter() - started) * 1000
         if config.options.get("rerank") and not result.rerank.get("used"):
-            return f"reranker unavailable: {result.rerank.get('reason', 'no reason given')}"
+            return str(result.rerank.get("reason") or "the retriever gave no reason")
         hits = [(h.file_path, h.qualified_name) for h in result.results]
         rows.append({"id": q.id, "kind": q.kind, "ms": result.timings_ms.get("total", elapsed),
                      **score(q, q.gold_pairs(index), hits),
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             outcome = run_config(retriever, CONFIGS[name], questions, index, pool)
             if isinstance(outcome, str):
                 skipped[label] = outcome
-                print(f"{label}: skipped, {outcome}", file=sys.stderr)
+                print(f"{label}: unavailable, {outcome}", file=sys.stderr)
             else:
                 results[label] = outcome
                 print(f"{label}: {_fmt(summarize(outcome))}", file=sys.stderr)
