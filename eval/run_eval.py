@@ -1,6 +1,6 @@
 """Retrieval eval: labelled questions on Flask 3.1.3's sdist, scored per search configuration.
 
-    python eval/run_eval.py                      # no-LLM configs: vector, bm25, hybrid-rrf, hybrid-linear
+    python eval/run_eval.py                      # vector, bm25, hybrid-rrf, hybrid-linear, +rerank
     python eval/run_eval.py --configs hybrid-rrf --pool 30 --pool 60
     python eval/run_eval.py --with-llm --limit 10 # adds +hyde (embedded Qwen on CPU: slow)
     python eval/run_eval.py --json eval/.cache/raw.json
@@ -22,7 +22,7 @@ import sys
 import tarfile
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 EVAL_DIR = Path(__file__).resolve().parent
