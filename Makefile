@@ -1,13 +1,13 @@
-# One command each: `make run` (set up, index the sample repo, start CodeQA) and `make test`.
+# One command each: `make run` (set up, index a repo, serve the chat) and `make test`.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # llama-cpp-python compiles llama.cpp on install; portable flags keep the wheel usable anywhere.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
-export HF_HUB_OFFLINE := 1
 REPO ?= tests/fixtures/sample_repo
+CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup run index test bench clean
+.PHONY: setup browser run index serve test bench eval clean
 
 setup: $(VENV)/.installed
 
@@ -17,17 +17,30 @@ $(VENV)/.installed: requirements.txt
 	$(PY) -m pip install --quiet -r requirements.txt
 	touch $@
 
+# The browser tests drive Debian's Chromium (Playwright's own browser download can't work offline).
+browser:
+	@test -x $(CHROMIUM) || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else echo "Chromium is needed for the browser tests: sudo apt-get install -y chromium" >&2; exit 1; fi; }
+
 index: setup
 	$(PY) preprocessing.py index $(REPO)
 
-run: index
-	$(PY) preprocessing.py list
+serve: setup
+	$(PY) app.py
 
-test: setup
+run: index serve
+
+test: setup browser
 	$(PY) -m pytest
 
 bench: setup
 	$(PY) bench/index_bench.py
+	$(PY) bench/search_bench.py
+	$(PY) bench/load_bench.py
+
+eval: setup
+	$(PY) eval/run_eval.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

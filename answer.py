@@ -31,12 +31,17 @@ Event = tuple[str, dict]
 
 @dataclass(frozen=True)
 class ChatBudget:
-    """Token budgets of one answer's prompt; the defaults suit the embedded 4k-context model."""
+    """Token budgets of one answer's prompt, and how many sources retrieval returns."""
 
     context_tokens: int = 1800
     history_tokens: int = 600
     answer_tokens: int = 512
     k: int = 8
+
+    @classmethod
+    def from_settings(cls, settings, **overrides) -> "ChatBudget":
+        return cls(**{"context_tokens": settings.context_tokens, "history_tokens": settings.history_tokens,
+                      "answer_tokens": settings.answer_tokens, **overrides})
 
 
 @dataclass(frozen=True)

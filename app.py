@@ -88,7 +88,7 @@ def services() -> Services:
                                       ttl_seconds=settings.history_ttl_seconds)
             llm = LLMClient(settings)
             retriever = Retriever(settings, llm=llm)
-            budget = ChatBudget(**current_app.config["CODEQA_CHAT_BUDGET"])
+            budget = ChatBudget.from_settings(settings, **current_app.config["CODEQA_CHAT_BUDGET"])
             ext["services"] = Services(settings, store, llm, retriever, ChatService(retriever, store, llm, budget))
         return ext["services"]
 

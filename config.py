@@ -80,6 +80,11 @@ class Settings:
     rerank: bool = False
     colbert_model: str = "answerdotai/answerai-colbert-small-v1"
 
+    # Answers: token budgets of the prompt (defaults fit the embedded 4k-context model)
+    context_tokens: int = 1800
+    history_tokens: int = 600
+    answer_tokens: int = 512
+
     # Web app
     redis_url: str = ""
     secret_key: str = ""
@@ -115,6 +120,9 @@ class Settings:
             local_llm_threads=_env_int("CODEQA_LOCAL_LLM_THREADS", 1),
             rerank=_env_bool("CODEQA_RERANK", False),
             colbert_model=_env("CODEQA_COLBERT_MODEL", "answerdotai/answerai-colbert-small-v1"),
+            context_tokens=_env_int("CODEQA_CONTEXT_TOKENS", 1800),
+            history_tokens=_env_int("CODEQA_HISTORY_TOKENS", 600),
+            answer_tokens=_env_int("CODEQA_ANSWER_TOKENS", 512),
             redis_url=_env("REDIS_URL"),
             secret_key=_env("CODEQA_SECRET_KEY"),
             history_ttl_seconds=_env_int("CODEQA_HISTORY_TTL", 7 * 24 * 3600),

@@ -333,7 +333,9 @@ class Retriever:
             score = lambda row: row["_relevance_score"]  # noqa: E731
         if where:
             builder = builder.where(where, prefilter=True)
-        rows = builder.select(SELECT).limit(limit).to_list()
+        scoring = {"vector": ["_distance"], "bm25": ["_score"], "hybrid": ["_distance", "_score"]}[
+            "vector" if text_query is None and options.mode == "hybrid" else options.mode]
+        rows = builder.select(SELECT + scoring).limit(limit).to_list()
         for row in rows:
             row["_score_value"] = float(score(row))
         return rows

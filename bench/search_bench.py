@@ -1,0 +1,152 @@
+"""Search latency on a large index (Django 5.2.8's whole sdist: ~40,000 symbols).
+
+    python bench/search_bench.py [--queries 200] [--with-llm] [--json out.json]
+
+Plain search (HyDE and rerank off, one torch thread, query embedding included) is timed on
+queries made from the index's own docstrings. `--with-llm` also measures the HyDE cost per
+query and the end-to-end time to a streamed answer with the embedded LLM; the rerank cost
+is measured with a random ColBERT of answerai-colbert-small-v1's size (the real weights
+can't be fetched here). Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("LANCEDB_LOG", "error")
+
+from config import Settings  # noqa: E402
+
+DATA = ROOT / "bench" / ".cache" / "search-data"
+REPO = "django-sdist"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def summary(values: list[float]) -> dict:
+    return {"n": len(values), "p50_ms": round(percentile(values, 0.5), 1),
+            "p95_ms": round(percentile(values, 0.95), 1), "mean_ms": round(statistics.mean(values), 1)}
+
+
+def ensure_index(settings: Settings) -> dict:
+    from index_bench import fetch_source
+    from preprocessing import index_repo
+
+    source = fetch_source("django==5.2.8")
+    report = index_repo(source, settings, name=REPO, progress=True)
+    return {"symbols": report.methods + report.classes, "docs": report.docs,
+            "index_s": round(report.timings["total"], 1)}
+
+
+def docstring_queries(settings: Settings, count: int) -> list[str]:
+    import create_tables
+
+    db = create_tables.connect(settings)
+    info = create_tables.get_repo(db, REPO)
+    rows = db.open_table(f"{info.prefix}__methods").search().where("doc != ''").select(["doc"]).limit(
+        None).to_list()
+    random.Random(7).shuffle(rows)
+    return [r["doc"].strip().splitlines()[0][:200] for r in rows[:count]]
+
+
+def bench_search(settings: Settings, queries: list[str]) -> dict:
+    from retrieval import Retriever, SearchOptions
+
+    retriever = Retriever(settings, threads=1)
+    options = SearchOptions(k=10, hyde=False, rerank=False)
+    for query in queries[:10]:
+        retriever.search(REPO, query, options)
+    totals, stages = [], {}
+    for query in queries:
+        result = retriever.search(REPO, query, options)
+        totals.append(result.timings_ms["total"])
+        for stage, ms in result.timings_ms.items():
+            stages.setdefault(stage, []).append(ms)
+    return {"total": summary(totals), "stages": {s: summary(v) for s, v in stages.items() if s != "total"}}
+
+
+def bench_rerank(settings: Settings, queries: list[str]) -> dict:
+    from colbert_checkpoint import build_checkpoint
+    from retrieval import Retriever, SearchOptions
+
+    with tempfile.TemporaryDirectory() as tmp:
+        checkpoint = build_checkpoint(Path(tmp) / "colbert-small-size", projection_dim=96, hidden_size=384,
+                                      layers=12, heads=12)
+        local = Settings(data_dir=settings.data_dir, colbert_model=str(checkpoint))
+        retriever = Retriever(local, threads=1)
+        costs = []
+        for query in queries:
+            result = retriever.search(REPO, query, SearchOptions(k=10, hyde=False, rerank=True))
+            costs.append(result.timings_ms["rerank"])
+    return {"pool": 30, **summary(costs)}
+
+
+def bench_llm(settings: Settings, queries: list[str]) -> dict:
+    from answer import ChatBudget, ChatService, ChatTurn
+    from chat_store import ChatStore
+    from llm import LLMClient
+    from retrieval import Retriever, SearchOptions
+
+    llm = LLMClient(settings)
+    retriever = Retriever(settings, llm=llm, threads=1)
+    hyde_costs = []
+    for query in queries:
+        result = retriever.search(REPO, query, SearchOptions(k=10, hyde=True, rerank=False))
+        hyde_costs.append(sum(result.timings_ms.get(s, 0.0) for s in ("hyde", "first_search", "expansion")))
+    with tempfile.TemporaryDirectory() as tmp:
+        store = ChatStore.connect("", Path(tmp))
+        chat = ChatService(retriever, store, llm, ChatBudget.from_settings(settings))
+        first_tokens, totals = [], []
+        for index, query in enumerate(queries):
+            started = time.perf_counter()
+            first = None
+            for name, data in chat.run(ChatTurn(user=f"bench{index}", repo=REPO, message="@codebase " + query)):
+                if name == "token" and first is None:
+                    first = time.perf_counter() - started
+            totals.append((time.perf_counter() - started) * 1000)
+            first_tokens.append((first or 0) * 1000)
+        store.close()
+    llm.close()
+    return {"hyde": summary(hyde_costs), "chat_first_token": summary(first_tokens),
+            "chat_total": summary(totals)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--with-llm", action="store_true")
+    parser.add_argument("--llm-queries", type=int, default=3)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    settings = Settings.from_env(data_dir=DATA, lancedb_uri="")
+    results = {"index": ensure_index(settings)}
+    print("index:", json.dumps(results["index"]), flush=True)
+    queries = docstring_queries(settings, args.queries)
+    results["search"] = bench_search(settings, queries)
+    print("search:", json.dumps(results["search"]), flush=True)
+    results["rerank"] = bench_rerank(settings, queries[:5])
+    print("rerank:", json.dumps(results["rerank"]), flush=True)
+    if args.with_llm:
+        results["llm"] = bench_llm(settings, queries[:args.llm_queries])
+        print("llm:", json.dumps(results["llm"]), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
