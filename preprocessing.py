@@ -188,21 +188,23 @@ def resolve_repo_name(db, root: Path, requested: str | None) -> str:
     return f"{base}-{hashlib.sha1(str(root).encode()).hexdigest()[:6]}"
 
 
-def _open_repo(db, name: str, root: Path, model_id: str, dim: int, rebuild: bool) -> RepoTables:
+def _open_repo(db, name: str, root: Path, embedder: Embedder, rebuild: bool) -> RepoTables:
+    """Open (or register) the repo's tables; the model is loaded only for a new index."""
     existing = {info.name: info for info in tables_mod.list_repos(db)}.get(name)
     if existing and rebuild:
         tables_mod.remove_repo(db, name)
         existing = None
-    if existing and (existing.embedding_model, existing.embedding_dim) != (model_id, dim):
+    if existing and existing.embedding_model != embedder.model_id:
         raise tables_mod.ModelMismatchError(
             f"Repo {name!r} was indexed with {existing.embedding_model} ({existing.embedding_dim}-d) "
-            f"but the configured model is {model_id} ({dim}-d). Mixing models in one index would "
+            f"but the configured model is {embedder.model_id}. Mixing models in one index would "
             "make search meaningless: switch the model back, or rerun with --rebuild.")
-    info = existing or RepoInfo(name=name, root=str(root), prefix=tables_mod.table_prefix(name),
-                                embedding_model=model_id, embedding_dim=dim,
-                                created_at=time.time(), indexed_at=0.0, stats={})
-    if not existing:
-        tables_mod.save_repo(db, info)
+    if existing:
+        return RepoTables(db, existing)
+    info = RepoInfo(name=name, root=str(root), prefix=tables_mod.table_prefix(name),
+                    embedding_model=embedder.model_id, embedding_dim=embedder.dim,
+                    created_at=time.time(), indexed_at=0.0, stats={})
+    tables_mod.save_repo(db, info)
     return RepoTables(db, info)
 
 
@@ -230,10 +232,9 @@ def index_repo(root: str | Path, settings: Settings, name: str | None = None,
         reasons = ", ".join(f"{n} {r}" for r, n in walked.skipped.most_common()) or "no files"
         raise NothingToIndexError(f"Nothing indexable in {root_path} ({reasons}).")
 
-    with _stage(report, "load_model"):
-        embedder = get_embedder(settings)
-        dim = embedder.dim
-    repo = _open_repo(db, name, root_path, embedder.model_id, dim, rebuild)
+    embedder = get_embedder(settings)
+    with _stage(report, "open"):
+        repo = _open_repo(db, name, root_path, embedder, rebuild)
 
     with _stage(report, "plan"):
         manifest = repo.manifest()
