@@ -374,8 +374,16 @@ function repoStats(repo) {
     .sort((a, b) => b[1] - a[1])
     .map(([name]) => name);
   if (languages.length) parts.push(languages.slice(0, 4).join(", "));
-  if (repo.indexed_at) parts.push(`indexed ${new Date(repo.indexed_at).toLocaleString()}`);
+  const indexed = indexedDate(repo.indexed_at);
+  if (indexed) parts.push(`indexed ${indexed.toLocaleString()}`);
   return parts.join(" · ");
+}
+
+function indexedDate(value) {
+  if (value === null || value === undefined || value === "") return null;
+  // Accepts an ISO string or a Unix time in seconds or milliseconds.
+  const date = typeof value === "number" ? new Date(value < 1e12 ? value * 1000 : value) : new Date(value);
+  return Number.isNaN(date.getTime()) ? null : date;
 }
 
 function addUserMessage(text) {
@@ -455,15 +463,21 @@ function renderHistory(messages) {
 
 async function loadHistory() {
   const seq = ++state.historySeq;
+  el.messages.dataset.state = "loading";
   el.messages.replaceChildren();
   showSources(null);
   updateWelcome();
-  if (!el.repo.value) return;
+  if (!el.repo.value) {
+    el.messages.dataset.state = "ready";
+    return;
+  }
   try {
     const body = await apiJson(`/api/history?repo=${repoParam()}`);
     if (seq === state.historySeq) renderHistory(body.messages || []);
   } catch (err) {
     if (seq === state.historySeq) systemNotice(`Could not load the conversation: ${err.message}`, "error");
+  } finally {
+    if (seq === state.historySeq) el.messages.dataset.state = "ready";
   }
 }
 
@@ -819,6 +833,7 @@ function applyStatus(prefs) {
   el.rerank.checked = canRerank && Boolean(prefs.rerank);
   const reason = canRerank ? "" : `Unavailable: ${rerank.reason || "no reranking model"}`;
   el.rerankHelp.textContent = reason;
+  el.rerank.title = reason;
   el.rerank.parentElement.title = reason;
   el.rerank.parentElement.classList.toggle("is-disabled", !canRerank);
   if (status.llm && status.llm.available === false) {
@@ -893,9 +908,10 @@ function init() {
   applyStatus(prefs);
   wire();
   setStreaming(null);
-  loadHistory();
   if (el.repo.value) el.input.focus();
-  document.documentElement.dataset.ready = "true";
+  loadHistory().finally(() => {
+    document.documentElement.dataset.ready = "true";
+  });
 }
 
 init();
