@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from functools import lru_cache
 from datetime import timedelta
 from typing import Iterable, Sequence
 
+os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every hybrid query otherwise; read at import
 import lancedb
 import numpy as np
 import pyarrow as pa

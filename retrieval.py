@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import threading
@@ -23,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every hybrid query otherwise; read at import
 from lancedb.query import MultiMatchQuery
 from lancedb.rerankers import LinearCombinationReranker, RRFReranker
 
@@ -333,8 +335,10 @@ class Retriever:
             score = lambda row: row["_relevance_score"]  # noqa: E731
         if where:
             builder = builder.where(where, prefilter=True)
-        scoring = {"vector": ["_distance"], "bm25": ["_score"], "hybrid": ["_distance", "_score"]}[
-            "vector" if text_query is None and options.mode == "hybrid" else options.mode]
+        # Naming the score column keeps lance from warning about its auto-projection; a hybrid
+        # query can't name them (each sub-query lacks the other's column).
+        scoring = {"vector": ["_distance"], "bm25": ["_score"]}.get(
+            "vector" if text_query is None and options.mode == "hybrid" else options.mode, [])
         rows = builder.select(SELECT + scoring).limit(limit).to_list()
         for row in rows:
             row["_score_value"] = float(score(row))

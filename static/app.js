@@ -833,6 +833,7 @@ function applyStatus(prefs) {
   el.rerank.checked = canRerank && Boolean(prefs.rerank);
   const reason = canRerank ? "" : `Unavailable: ${rerank.reason || "no reranking model"}`;
   el.rerankHelp.textContent = reason;
+  el.rerankHelp.title = reason;
   el.rerank.title = reason;
   el.rerank.parentElement.title = reason;
   el.rerank.parentElement.classList.toggle("is-disabled", !canRerank);

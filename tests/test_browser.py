@@ -1,0 +1,218 @@
+"""End to end in real Chromium (Debian's, driven by Playwright) against the production server."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SAMPLE_REPO, free_port, http_server, settings_for
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+expect = playwright_api.expect
+
+CHROMIUM = os.environ.get("CODEQA_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts"
+XSS_CODE = '''def render_banner(name):
+    """Shows <img src=x onerror="window.__xss=1"> and <script>window.__xss=2</script>."""
+    return "<script>window.__xss=3</script>" + name
+'''
+XSS_ANSWER = ('Here: <img src=x onerror="window.__xss=4"> <script>window.__xss=5</script> '
+              '[click](javascript:window.__xss=6) see `web/banner.py:1`.')
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (make browser)")
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args():
+    return {"executable_path": CHROMIUM, "args": [
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]}
+
+
+def serve(data_dir: Path, llm_url: str) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    env = {**os.environ, "CODEQA_DATA_DIR": str(data_dir), "CODEQA_LLM_BASE_URL": llm_url,
+           "CODEQA_CHAT_MODEL": "local", "CODEQA_ANSWER_TOKENS": "40", "CODEQA_CONTEXT_TOKENS": "700",
+           "HF_HUB_OFFLINE": "1", "LANCEDB_LOG": "error"}
+    env.pop("REDIS_URL", None)
+    proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(port)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(240):
+        try:
+            urllib.request.urlopen(base + "/api/repos", timeout=2).read()
+            return proc, base
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(proc.stderr.read().decode()[-3000:])
+            time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError("the app did not start")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory, embedded_server):
+    from preprocessing import index_repo
+
+    data_dir = tmp_path_factory.mktemp("browser") / "data"
+    index_repo(SAMPLE_REPO, settings_for(data_dir), name="sample", progress=False)
+    proc, base = serve(data_dir, embedded_server.base_url())
+    yield base
+    stop(proc)
+
+
+def scripted_llm(answer: str):
+    """An OpenAI-compatible endpoint that streams a fixed answer (to test rendering of hostile output)."""
+    def handle(request):
+        if request.path.endswith("/models"):
+            body = json.dumps({"object": "list", "data": [{"id": "scripted", "object": "model"}]}).encode()
+            request.send_response(200)
+            request.send_header("Content-Type", "application/json")
+            request.end_headers()
+            request.wfile.write(body)
+            return
+        request.rfile.read(int(request.headers.get("Content-Length") or 0))
+        request.send_response(200)
+        request.send_header("Content-Type", "text/event-stream")
+        request.end_headers()
+        for index in range(0, len(answer), 12):
+            chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "scripted",
+                     "choices": [{"index": 0, "delta": {"content": answer[index:index + 12]}, "finish_reason": None}]}
+            request.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        request.wfile.write(b"data: [DONE]\n\n")
+    return http_server(handle)
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def ask(page, text: str) -> None:
+    box = page.get_by_test_id("message-input")
+    box.fill(text)
+    box.press("Enter")
+
+
+def last_assistant(page):
+    return page.locator("[data-testid=message][data-role=assistant]").last
+
+
+def wait_answer_done(page) -> None:
+    """The last answer's status line reports it finished (the Send button stays disabled while empty)."""
+    expect(last_assistant(page).get_by_test_id("status-line")).to_have_attribute("data-state", "done",
+                                                                                timeout=240_000)
+
+
+def test_codebase_question_sources_snippet_follow_up_and_clear(page, app_url):
+    page.goto(app_url)
+    expect(page.get_by_test_id("repo-select")).to_have_value("sample")
+    ask(page, "@codebase how is an order CSV parsed into products?")
+    expect(page.get_by_test_id("source-item").first).to_be_visible(timeout=120_000)
+    wait_answer_done(page)
+    answer = last_assistant(page).get_by_test_id("answer")
+    expect(answer).not_to_be_empty()
+    files = page.get_by_test_id("source-item").evaluate_all("els => els.map(e => e.dataset.file)")
+    assert "shop/csv_parser.py" in files
+    expect(page.get_by_test_id("sources")).to_contain_text("shop/csv_parser.py:")
+    status = last_assistant(page).get_by_test_id("status-line")
+    expect(status.locator(".stage[data-stage=search]")).to_have_attribute("data-state", "done")
+    expect(status.locator(".stage[data-stage=answer]")).to_have_attribute("data-state", "done")
+    expect(status).to_contain_text(" ms")
+    shot(page, "01-answer-with-sources")
+
+    item = page.locator("[data-testid=source-item][data-file='shop/csv_parser.py']").first
+    start = int(item.get_attribute("data-start"))
+    item.click()
+    viewer = page.get_by_test_id("snippet-viewer")
+    expect(viewer).to_be_visible()
+    highlighted = viewer.locator("[data-testid=snippet-line].highlighted")
+    expect(highlighted.first).to_have_attribute("data-line", str(start))
+    shot(page, "02-snippet-viewer")
+    page.keyboard.press("Escape")
+    expect(viewer).to_be_hidden()
+
+    ask(page, "and what does it return?")
+    wait_answer_done(page)
+    expect(page.locator("[data-testid=message][data-role=user]")).to_have_count(2)
+    expect(last_assistant(page).get_by_test_id("answer")).not_to_be_empty()
+    shot(page, "03-follow-up")
+
+    page.reload()
+    expect(page.locator("[data-testid=message]")).to_have_count(4, timeout=30_000)
+    page.get_by_test_id("clear-button").click()
+    expect(page.locator("[data-testid=message]")).to_have_count(0)
+    page.reload()
+    expect(page.get_by_test_id("repo-select")).to_have_value("sample")
+    page.wait_for_timeout(500)
+    expect(page.locator("[data-testid=message]")).to_have_count(0)
+
+
+def test_two_users_never_see_each_other(browser, app_url):
+    alice = browser.new_context()
+    bob = browser.new_context()
+    try:
+        a, b = alice.new_page(), bob.new_page()
+        a.goto(app_url)
+        ask(a, "@codebase where is the cart total computed? alice-secret-42")
+        wait_answer_done(a)
+        b.goto(app_url)
+        b.wait_for_timeout(1000)
+        expect(b.locator("[data-testid=message]")).to_have_count(0)
+        assert "alice-secret-42" not in b.content()
+        a.reload()
+        expect(a.locator("[data-testid=message][data-role=user]")).to_contain_text("alice-secret-42")
+        shot(b, "04-second-user-empty")
+    finally:
+        alice.close()
+        bob.close()
+
+
+def test_hostile_repo_text_and_llm_output_render_as_text(page, tmp_path):
+    from preprocessing import index_repo
+
+    repo = tmp_path / "hostile"
+    shutil.copytree(SAMPLE_REPO / "shop", repo / "shop")
+    (repo / "web").mkdir()
+    (repo / "web" / "banner.py").write_text(XSS_CODE)
+    data_dir = tmp_path / "data"
+    index_repo(repo, settings_for(data_dir), name="hostile", progress=False)
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    with scripted_llm(XSS_ANSWER) as (llm_url, _):
+        proc, base = serve(data_dir, llm_url)
+        try:
+            page.goto(base)
+            ask(page, "@codebase render_banner <img src=x onerror=\"window.__xss=7\">")
+            wait_answer_done(page)
+            answer = last_assistant(page).get_by_test_id("answer")
+            expect(answer).to_contain_text("Here:")
+            assert answer.locator("img[onerror], script, a[href^='javascript']").count() == 0
+            user = page.locator("[data-testid=message][data-role=user]").last
+            expect(user).to_contain_text('<img src=x onerror="window.__xss=7">')
+            item = page.locator("[data-testid=source-item][data-file='web/banner.py']").first
+            item.click()
+            viewer = page.get_by_test_id("snippet-viewer")
+            expect(viewer).to_contain_text("<script>window.__xss=3</script>")
+            assert viewer.locator("script, img").count() == 0
+            shot(page, "05-hostile-text")
+            assert page.evaluate("window.__xss") is None
+            assert dialogs == []
+        finally:
+            stop(proc)
