@@ -216,3 +216,20 @@ def test_hostile_repo_text_and_llm_output_render_as_text(page, tmp_path):
             assert dialogs == []
         finally:
             stop(proc)
+
+
+def test_narrow_screen_keeps_every_control_reachable(browser, app_url):
+    context = browser.new_context(viewport={"width": 375, "height": 740})
+    try:
+        page = context.new_page()
+        page.goto(app_url)
+        for test_id in ("message-input", "send-button", "repo-select", "clear-button"):
+            box = page.get_by_test_id(test_id).bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= 375, test_id
+        assert page.evaluate("document.documentElement.scrollWidth") <= 375
+        page.get_by_test_id("message-input").focus()
+        page.keyboard.press("Shift+Tab")
+        assert page.evaluate("document.activeElement.tagName") in {"BUTTON", "INPUT", "SELECT"}
+        shot(page, "06-narrow-screen")
+    finally:
+        context.close()
