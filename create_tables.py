@@ -36,6 +36,7 @@ TABLE_KINDS = ("methods", "classes", "files")
 FTS_COLUMNS = ("search_text", "name_text", "path_text")
 MAX_STORED_REFERENCES = 50
 EMBED_TEXT_CHARS = 2000
+SEARCH_CODE_CHARS = 6000  # of a row's code in its BM25 text; a class's methods have rows of their own
 
 REFERENCE_TYPE = pa.struct([
     ("file_path", pa.string()),
@@ -160,8 +161,9 @@ def embedding_text(row: dict) -> str:
 
 
 def _derive_text_columns(row: dict) -> dict:
-    row["search_text"] = code_tokens(
-        " ".join([row["qualified_name"], row.get("signature", ""), row.get("doc", ""), row["code"]]))
+    row["search_text"] = code_tokens(" ".join([
+        row["qualified_name"], row.get("signature", ""), row.get("doc", ""),
+        *row.get("method_signatures", []), row["code"][:SEARCH_CODE_CHARS]]))
     row["name_text"] = " ".join([code_tokens(row["name"]), code_tokens(row["qualified_name"]),
                                  row["name"].lower(), row["qualified_name"].lower()])
     row["path_text"] = path_tokens(row["file_path"])
