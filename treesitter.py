@@ -116,7 +116,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             name="javascript",
             extensions=(".js", ".jsx", ".mjs", ".cjs"),
             grammar=tree_sitter_javascript.language,
-            queries=("javascript.scm",),
+            queries=("ecmascript.scm", "javascript.scm"),
             body_types=frozenset({"statement_block", "class_body"}),
             wrappers=MappingProxyType({"export_statement": True}),
             prefix_types=frozenset({"decorator"}),
@@ -127,7 +127,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             name="typescript",
             extensions=(".ts", ".tsx", ".mts", ".cts"),
             grammar=tree_sitter_typescript.language_typescript,
-            queries=("typescript.scm",),
+            queries=("ecmascript.scm", "typescript.scm"),
             body_types=frozenset({"statement_block", "class_body", "interface_body", "enum_body"}),
             wrappers=MappingProxyType({"export_statement": True}),
             prefix_types=frozenset({"decorator"}),
@@ -135,7 +135,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             constructor_names=frozenset({"constructor"}),
             variants=MappingProxyType(
                 {".tsx": GrammarVariant(tree_sitter_typescript.language_tsx,
-                                        ("typescript.scm", "tsx.scm"))}
+                                        ("ecmascript.scm", "typescript.scm", "tsx.scm"))}
             ),
         ),
         LanguageSpec(

@@ -1,41 +1,12 @@
-; JavaScript (and JSX): definitions, references and imports in the shared capture vocabulary.
-
-(function_declaration
-  name: (identifier) @name.definition.function) @definition.function
-
-(generator_function_declaration
-  name: (identifier) @name.definition.function) @definition.function
+; JavaScript (and JSX) on top of ecmascript.scm: classes, class fields, JSX, superclasses.
 
 (class_declaration
   name: (identifier) @name.definition.class) @definition.class
-
-(method_definition
-  name: (_) @name.definition.method) @definition.method
 
 ; Class fields holding functions: handle = () => {}
 (field_definition
   property: (property_identifier) @name.definition.function
   value: [(arrow_function) (function_expression) (generator_function)]) @definition.function
-
-; const f = () => {}, let g = function () {}
-(lexical_declaration
-  (variable_declarator
-    name: (identifier) @name.definition.function
-    value: [(arrow_function) (function_expression) (generator_function)])) @definition.function
-
-(variable_declaration
-  (variable_declarator
-    name: (identifier) @name.definition.function
-    value: [(arrow_function) (function_expression) (generator_function)])) @definition.function
-
-; Calls: f(), obj.m(), this.m(), Type.m().
-(call_expression
-  function: (identifier) @name.reference.call)
-
-(call_expression
-  function: (member_expression
-    object: (_) @qualifier.reference.call
-    property: (property_identifier) @name.reference.call))
 
 ; JSX components are called by React.
 (jsx_opening_element
@@ -46,15 +17,6 @@
   name: (identifier) @name.reference.call
   (#match? @name.reference.call "^[A-Z]"))
 
-; Instantiations: new Foo(), new ns.Foo().
-(new_expression
-  constructor: (identifier) @name.reference.new)
-
-(new_expression
-  constructor: (member_expression
-    object: (_) @qualifier.reference.new
-    property: (property_identifier) @name.reference.new))
-
 ; Superclasses.
 (class_heritage
   (identifier) @name.reference.type)
@@ -63,26 +25,3 @@
   (member_expression
     object: (_) @qualifier.reference.type
     property: (property_identifier) @name.reference.type))
-
-; Imports: import ... from './a', export ... from './a', require('./a').
-(import_statement
-  source: (string
-    (string_fragment) @module.import))
-
-(export_statement
-  source: (string
-    (string_fragment) @module.import))
-
-(call_expression
-  function: (identifier) @_require
-  arguments: (arguments
-    .
-    (string
-      (string_fragment) @module.import))
-  (#eq? @_require "require"))
-
-(import_clause
-  (identifier) @name.import)
-
-(import_specifier
-  name: (identifier) @name.import)
