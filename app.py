@@ -249,8 +249,7 @@ def indexed_file(info: create_tables.RepoInfo, raw_path: Any) -> Path:
     pure = PurePosixPath(raw_path)
     if pure.is_absolute() or ".." in pure.parts or str(pure) != raw_path:
         raise ApiError(400, "Invalid path: use a path relative to the repository, as in the sources.")
-    tables = create_tables.RepoTables(create_tables.connect(services().settings), info)
-    if tables.files.count_rows(f"file_path = '{raw_path.replace(chr(39), chr(39) * 2)}'") == 0:
+    if not create_tables.is_indexed_file(create_tables.connect(services().settings), info, raw_path):
         raise ApiError(404, f"{raw_path} is not an indexed file of {info.name}.")
     root = Path(info.root).resolve()
     target = (root / raw_path).resolve()

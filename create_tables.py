@@ -264,6 +264,14 @@ def remove_repo(db: lancedb.DBConnection, name: str) -> RepoInfo:
     return info
 
 
+def is_indexed_file(db: lancedb.DBConnection, info: RepoInfo, file_path: str) -> bool:
+    """Whether `file_path` is in the repo's manifest (the web app serves only those files)."""
+    name = f"{info.prefix}__files"
+    if name not in _table_names(db):
+        return False
+    return db.open_table(name).count_rows(f"file_path = {_quote(file_path)}") > 0
+
+
 # --- One repo's tables ------------------------------------------------------------------------
 
 @dataclass(frozen=True)
