@@ -353,6 +353,9 @@ class RepoTables:
             out.update(zip(data["id"].to_pylist(), data["references_hash"].to_pylist()))
         return out
 
+    def total_references(self) -> int:
+        return sum(sum(_scan(t, ["reference_count"])["reference_count"].to_pylist()) for t in self.symbol_tables)
+
     def update_references(self, table_name: str, updates: list[dict]) -> None:
         """Rewrite only the reference columns of the given rows (matched on id)."""
         if not updates:

@@ -18,7 +18,7 @@ import sys
 import time
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -29,7 +29,7 @@ from config import Settings
 from create_tables import RepoInfo, RepoTables
 from doc_sections import split_sections
 from embeddings import Embedder, EmbeddingError, get_embedder
-from references import FileReferences, ReferenceSite, SymbolInfo, resolve_references
+from references import CONSTRUCTOR_CALLS, FileReferences, ReferenceSite, SymbolInfo, resolve_references
 from repo_files import RepoPathError, SourceFile, walk_repo
 from treesitter import ParsedFile, parse_source
 
@@ -246,19 +246,23 @@ def index_repo(root: str | Path, settings: Settings, name: str | None = None,
     report.deleted = sum(1 for path in gone if path in manifest)
     report.unchanged = len(current) - len(todo)
 
+    # Until this run's references are resolved, a crash must make the next run resolve them all.
+    interrupted = bool(repo.info.stats.get("references_pending"))
+    if todo or gone:
+        tables_mod.save_repo(db, replace(repo.info, stats={**repo.info.stats, "references_pending": True}))
     _write_files(repo, todo, embedder, settings.write_batch, report, progress)
     with _stage(report, "delete"):
         repo.delete_files(gone)
     with _stage(report, "references"):
-        report.references, report.references_updated = update_references(repo)
+        changed = None if interrupted else {f.path for f in todo} | set(gone)
+        report.references, report.references_updated = update_references(repo, changed, manifest)
     with _stage(report, "optimize"):
         repo.finish()
 
     counts = repo.counts()
     report.methods, report.classes, report.docs = counts["methods"], counts["classes"], counts["docs"]
     report.timings["total"] = time.perf_counter() - total_start
-    tables_mod.save_repo(db, RepoInfo(**{**repo.info.__dict__, "indexed_at": time.time(),
-                                         "stats": report.stats()}))
+    tables_mod.save_repo(db, replace(repo.info, indexed_at=time.time(), stats=report.stats()))
     return report
 
 
@@ -288,13 +292,10 @@ def _write_files(repo: RepoTables, todo: list[SourceFile], embedder: Embedder, b
         bar.close()
 
 
-def update_references(repo: RepoTables) -> tuple[int, int]:
-    """Re-resolve every reference in the repo; rewrite only rows whose uses changed.
-
-    Returns (total uses, rows updated)."""
+def _references_input(entries) -> tuple[list[SymbolInfo], list[FileReferences]]:
     symbols: list[SymbolInfo] = []
     files: list[FileReferences] = []
-    for entry in repo.manifest().values():
+    for entry in entries:
         parsed = json.loads(entry.parsed)
         symbols.extend(SymbolInfo(id=s[0], file_path=entry.file_path, language=entry.language,
                                   kind=s[1], name=s[2], qualified_name=s[3], parent=s[4])
@@ -302,13 +303,47 @@ def update_references(repo: RepoTables) -> tuple[int, int]:
         files.append(FileReferences(entry.file_path, entry.language,
                                     [ReferenceSite(*r) for r in parsed["references"]],
                                     parsed["imports"], parsed["imported_names"]))
+    return symbols, files
+
+
+def _names_touched(entries) -> set[str]:
+    """Names defined or used (incl. `Foo` of `Foo::new()`) in these files' parse results."""
+    names: set[str] = set()
+    for entry in entries:
+        parsed = json.loads(entry.parsed)
+        names.update(s[2] for s in parsed["symbols"])
+        for name, _kind, qualifier, *_ in parsed["references"]:
+            names.add(name)
+            if qualifier and name in CONSTRUCTOR_CALLS:
+                names.add(qualifier)
+    return names
+
+
+def update_references(repo: RepoTables, changed: set[str] | None,
+                      before: dict[str, tables_mod.ManifestEntry]) -> tuple[int, int]:
+    """Re-resolve the references a change can affect; rewrite only rows whose uses changed.
+
+    A definition's uses depend only on sites with its name, the definitions sharing that name
+    and the citing files' imports — all unchanged unless its name is defined or used in a
+    changed file (old or new version). So only those names are re-resolved; `changed=None`
+    re-resolves everything (after an interrupted run). Returns (total uses, rows updated).
+    """
+    after = repo.manifest()
+    symbols, files = _references_input(after.values())
+    targets = symbols
+    if changed is not None:
+        touched = _names_touched([before[p] for p in changed if p in before] +
+                                 [after[p] for p in changed if p in after])
+        targets = [s for s in symbols if s.name in touched]
+        files = [FileReferences(f.file_path, f.language,
+                                [r for r in f.references if r.name in touched or (
+                                    r.name in CONSTRUCTOR_CALLS and r.qualifier in touched)],
+                                f.imports, f.imported_names) for f in files]
     uses = resolve_references(symbols, files)
     stored = repo.stored_reference_hashes()
     updates: dict[str, list[dict]] = {"methods": [], "classes": []}
-    total = 0
-    for symbol in symbols:
+    for symbol in targets:
         found = uses.get(symbol.id, [])
-        total += len(found)
         kept = [u.to_row() for u in found[:tables_mod.MAX_STORED_REFERENCES]]
         digest = hashlib.sha1(json.dumps([len(found), kept], sort_keys=True).encode()).hexdigest() if found else ""
         if stored.get(symbol.id, digest) != digest:
@@ -317,7 +352,7 @@ def update_references(repo: RepoTables) -> tuple[int, int]:
                                    "reference_count": len(found), "references_hash": digest})
     for table, rows in updates.items():
         repo.update_references(table, rows)
-    return total, sum(len(rows) for rows in updates.values())
+    return repo.total_references(), sum(len(rows) for rows in updates.values())
 
 
 # --- CLI ----------------------------------------------------------------------------------------

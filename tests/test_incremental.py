@@ -216,3 +216,26 @@ def test_cli_index_list_remove(tmp_path, sample_copy):
     assert unknown.returncode == 1 and "Unknown repo 'nope'" in unknown.stderr
     assert cli(["remove", "shop"], data).returncode == 0
     assert "No repos indexed" in cli(["list"], data).stdout
+
+
+def test_run_interrupted_before_references_is_repaired_by_the_next(settings, sample_copy, tmp_path, monkeypatch):
+    import preprocessing
+
+    index_repo(sample_copy, settings, name="s", progress=False)
+    models = sample_copy / "shop" / "models.py"
+    models.write_text(models.read_text().replace("class Cart:", "class Basket:").replace("-> Cart:", "-> Basket:"))
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(preprocessing, "update_references", crash)
+    with pytest.raises(KeyboardInterrupt):
+        index_repo(sample_copy, settings, name="s", progress=False)
+    monkeypatch.undo()
+    # Nothing changed on disk since: only the pending flag tells this run to resolve everything.
+    rerun = index_repo(sample_copy, settings, name="s", progress=False)
+    assert (rerun.added, rerun.changed, rerun.deleted) == (0, 0, 0) and rerun.references_updated > 0
+
+    clean = settings.__class__(data_dir=tmp_path / "clean")
+    index_repo(sample_copy, clean, name="s", progress=False)
+    assert_same_rows(snapshot(settings, "s"), snapshot(clean, "s"))
