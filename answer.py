@@ -23,7 +23,8 @@ from chat_store import ChatStore, ChatStoreUnavailable, StoredContext
 from create_tables import IndexStoreError
 from embeddings import EmbeddingError
 from llm import LLMClient, LLMUnavailable
-from retrieval import QueryError, Retriever, SearchOptions, build_context, estimate_tokens
+from context import build_context, estimate_tokens
+from retrieval import QueryError, Retriever, SearchOptions
 
 CODEBASE_TAG = re.compile(r"@codebase\b", re.IGNORECASE)
 Event = tuple[str, dict]

@@ -13,8 +13,8 @@ import pytest
 import create_tables
 import llm
 from conftest import ROOT, http_server
-from retrieval import (MAX_QUERY_CHARS, QueryError, Retriever, SearchOptions, build_context,
-                       estimate_tokens, parse_query)
+from context import build_context, estimate_tokens
+from retrieval import MAX_QUERY_CHARS, QueryError, Retriever, SearchOptions, parse_query
 
 RESULT_KEYS = {"kind", "name", "qualified_name", "file_path", "start_line", "end_line", "language",
                "score", "references"}
