@@ -40,7 +40,7 @@ bench: setup
 	$(PY) bench/load_bench.py
 
 eval: setup
-	$(PY) eval/run_eval.py
+	$(PY) eval/run_eval.py --by-kind
 
 clean:
 	rm -rf $(VENV) .pytest_cache
