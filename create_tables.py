@@ -26,7 +26,7 @@ os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every hybrid que
 import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import FTS
+from lancedb.index import FTS, HnswSq
 
 from config import Settings
 from embeddings import Embedder
@@ -36,6 +36,9 @@ TABLE_KINDS = ("methods", "classes", "files")
 FTS_COLUMNS = ("search_text", "name_text", "path_text")
 MAX_STORED_REFERENCES = 50
 EMBED_TEXT_CHARS = 2000
+# Above this many rows a table gets an HNSW vector index: flat search of 30,000 rows took
+# ~30 ms, HNSW ~5 ms at recall@30 0.99 (Django, 384-d).
+ANN_MIN_ROWS = 10_000
 SEARCH_CODE_CHARS = 6000  # of a row's code in its BM25 text; a class's methods have rows of their own
 
 REFERENCE_TYPE = pa.struct([
@@ -368,11 +371,16 @@ class RepoTables:
             table.merge_insert("id").when_matched_update_all().execute(data)
 
     def finish(self) -> None:
-        """Bring the full-text indexes up to date and compact; old versions go after a grace period."""
+        """Create missing indexes, fold new rows into them and compact; old versions go after a
+        grace period (a reader may still be on one)."""
         for table in self.symbol_tables:
-            if table.count_rows() == 0:
+            rows = table.count_rows()
+            if rows == 0:
                 continue
             indexed = {tuple(ix.columns) for ix in table.list_indices()}
+            if ("vector",) not in indexed and rows >= ANN_MIN_ROWS:
+                table.create_index("vector", config=HnswSq(distance_type="cosine",
+                                                           num_partitions=max(1, rows // 8192)))
             for column in FTS_COLUMNS:
                 if (column,) not in indexed:
                     stem = column == "search_text"

@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
@@ -43,6 +44,7 @@ FTS_BOOSTS = [1.0, 2.0, 1.0]
 SELECT = ["id", "kind", "name", "qualified_name", "file_path", "start_line", "end_line", "language",
           "signature", "doc", "code", "parent", "references", "reference_count"]
 FIRST_PASS = 5  # methods and classes each, shown to HyDE step 2
+ANN_EF = 100  # HNSW search breadth where a table has a vector index (recall@30 0.99 on Django)
 # Tests restate the code they test; unless the question is about tests, they rank a bit lower.
 # Measured on the eval: file hit@5 0.741 → 0.793, MRR 0.450 → 0.486 (0.6 scored the same).
 TEST_FILE_WEIGHT = 0.8
@@ -223,6 +225,7 @@ class Retriever:
         self._llm = llm
         self._lock = threading.Lock()
         self._tables: dict[tuple[str, str], object] = {}
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="codeqa-table")
 
     @property
     def llm(self) -> LLMClient:
@@ -316,10 +319,11 @@ class Retriever:
         with stages.time("embed"):
             vector = self.embedder.embed([query.semantic])[0] if options.mode != "bm25" else None
         where = _where(options)
-        hits: list[Hit] = []
-        for kind in ("methods", "classes"):
-            table = self._table(repo, kind)
-            hits += [_hit(row, kind) for row in self._query(table, vector, query.keywords, options, where, limit)]
+        tables = {kind: self._table(repo, kind) for kind in ("methods", "classes")}
+        # LanceDB releases the GIL: the two tables are searched at the same time.
+        found = self._pool.map(lambda kind: self._query(tables[kind], vector, query.keywords, options, where, limit),
+                               tables)
+        hits = [_hit(row, kind) for kind, rows in zip(tables, found) for row in rows]
         if not query.about_tests:
             for hit in hits:
                 if _TEST_PATH.search(hit.file_path):
@@ -331,7 +335,7 @@ class Retriever:
                limit: int) -> list[dict]:
         text_query = MultiMatchQuery(keywords, FTS_COLUMNS, boosts=FTS_BOOSTS) if keywords else None
         if options.mode == "vector" or (options.mode == "hybrid" and text_query is None):
-            builder = table.search(vector, query_type="vector").distance_type("cosine")
+            builder = table.search(vector, query_type="vector").distance_type("cosine").ef(ANN_EF)
             score = lambda row: 1.0 - row["_distance"]  # noqa: E731
         elif options.mode == "bm25":
             if text_query is None:
@@ -342,7 +346,7 @@ class Retriever:
             fusion = (LinearCombinationReranker(weight=0.7) if options.fusion == "linear"
                       else RRFReranker())
             builder = (table.search(query_type="hybrid").vector(vector).text(text_query)
-                       .distance_type("cosine").rerank(fusion))
+                       .distance_type("cosine").ef(ANN_EF).rerank(fusion))
             score = lambda row: row["_relevance_score"]  # noqa: E731
         if where:
             builder = builder.where(where, prefilter=True)

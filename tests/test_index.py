@@ -179,3 +179,17 @@ def test_model_mismatch_is_refused(settings, tmp_path):
 
 def test_sample_repo_is_untouched_by_indexing():
     assert not (SAMPLE_REPO / ".codeqa").exists()
+
+
+def test_large_tables_get_a_vector_index_that_search_uses(settings, sample_copy, monkeypatch):
+    from retrieval import Retriever, SearchOptions
+
+    monkeypatch.setattr(create_tables, "ANN_MIN_ROWS", 50)  # the sample's methods table has ~80 rows
+    index_repo(sample_copy, settings, name="ann", progress=False)
+    db = create_tables.connect(settings)
+    info = create_tables.get_repo(db, "ann")
+    methods = db.open_table(f"{info.prefix}__methods")
+    assert any(ix.columns == ["vector"] for ix in methods.list_indices())
+    result = Retriever(settings).search("ann", "read products from CSV text",
+                                        SearchOptions(k=5, hyde=False, mode="vector"))
+    assert ("shop/csv_parser.py", "Parser.parse") in [(h.file_path, h.qualified_name) for h in result.results]
