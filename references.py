@@ -14,7 +14,7 @@ import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from functools import cached_property, lru_cache
-from typing import Iterable, Sequence
+from typing import Iterable
 
 # Languages whose code calls each other's definitions directly.
 LANGUAGE_FAMILY = {"typescript": "javascript", "cpp": "c"}
@@ -64,20 +64,24 @@ class FileReferences:
     imported_names: list[str]
 
     @cached_property
-    def _import_scores(self) -> dict[str, int]:
-        return {}
-
-    @cached_property
-    def _import_modules(self) -> list[tuple[str, ...]]:
-        return [_module_segments(spec, self.file_path) for spec in self.imports]
+    def _import_suffixes(self) -> frozenset[tuple[str, ...]]:
+        """Every trailing run of segments of every import (with and without its last name)."""
+        suffixes = set()
+        for spec in self.imports:
+            module = _module_segments(spec, self.file_path)
+            for named in (module, module[:-1]):
+                suffixes.update(named[-k:] for k in range(1, len(named) + 1))
+        return frozenset(suffixes)
 
     def import_score(self, candidate_path: str) -> int:
-        """How well this file's imports name `candidate_path` (0: not imported); memoised."""
-        scores = self._import_scores
-        if candidate_path not in scores:
-            scores[candidate_path] = max((_import_match(m, candidate_path) for m in self._import_modules),
-                                         default=0)
-        return scores[candidate_path]
+        """How many trailing segments of `candidate_path` (or of its directory) an import of
+        this file names; 0 when none does."""
+        suffixes = self._import_suffixes
+        if not suffixes:
+            return 0
+        stem = _path_parts(candidate_path)
+        return max((k for path in (stem, stem[:-1]) for k in range(len(path), 0, -1)
+                    if path[-k:] in suffixes), default=0)
 
 
 @dataclass(frozen=True)
@@ -113,9 +117,15 @@ def resolve_references(symbols: Iterable[SymbolInfo],
     uses: dict[str, list[Use]] = defaultdict(list)
     for file in files:
         fam = family(file.language)
+        # Within a file a site resolves the same way whenever its name, kind, qualifier and
+        # the caller's class are the same (think `self.get(...)` fifty times).
+        resolved: dict[tuple, list[tuple[SymbolInfo, str, str]]] = {}
         for site in file.references:
             caller = by_qualified.get((file.file_path, site.enclosing or ""))
-            for target, kind, how in _resolve_site(site, file, fam, by_name, caller):
+            key = (site.name, site.kind, site.qualifier, _class_of(caller))
+            if key not in resolved:
+                resolved[key] = _resolve_site(site, file, fam, by_name, caller)
+            for target, kind, how in resolved[key]:
                 uses[target.id].append(Use(file.file_path, site.line, site.column, site.text,
                                            kind, how, site.enclosing or ""))
     for found in uses.values():
@@ -192,8 +202,8 @@ def _disambiguate(candidates: list[SymbolInfo], site: ReferenceSite, file: FileR
     imported = _best_imported(candidates, file)
     if imported:
         return imported, "import"
-    directory = posixpath.dirname(file.file_path)
-    same_package = [c for c in candidates if posixpath.dirname(c.file_path) == directory]
+    directory = _directory(file.file_path)
+    same_package = [c for c in candidates if _directory(c.file_path) == directory]
     if same_package:
         return same_package, "same_package"
     return (candidates if len(candidates) <= MAX_AMBIGUOUS else []), "ambiguous"
@@ -217,23 +227,11 @@ def _module_segments(spec: str, importer: str) -> tuple[str, ...]:
     return tuple(s.lower() for s in re.split(r"[./:\\]+", spec) if s.lower() not in _MODULE_NOISE)
 
 
-def _import_match(module: tuple[str, ...], file_path: str) -> int:
-    """How many trailing path segments of `file_path` (or its directory) the import names."""
-    stem = _path_parts(file_path)
-    best = 0
-    for path in (stem, stem[:-1]):
-        for mod in (module, module[:-1]):
-            best = max(best, _common_suffix(path, mod))
-    return best
+@lru_cache(maxsize=65536)
+def _directory(file_path: str) -> str:
+    return posixpath.dirname(file_path)
 
 
 @lru_cache(maxsize=65536)
 def _path_parts(file_path: str) -> tuple[str, ...]:
     return tuple(_SOURCE_EXT.sub("", file_path).lower().split("/"))
-
-
-def _common_suffix(a: Sequence[str], b: Sequence[str]) -> int:
-    n = 0
-    while n < len(a) and n < len(b) and a[-1 - n] == b[-1 - n]:
-        n += 1
-    return n
