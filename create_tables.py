@@ -39,7 +39,10 @@ EMBED_TEXT_CHARS = 2000
 # Above this many rows a table gets an HNSW vector index: flat search of 30,000 rows took
 # ~30 ms, HNSW ~5 ms at recall@30 0.99 (Django, 384-d).
 ANN_MIN_ROWS = 10_000
-SEARCH_CODE_CHARS = 6000  # of a row's code in its BM25 text; a class's methods have rows of their own
+SEARCH_CODE_CHARS = 6000  # of a row's code in its BM25 text
+# A class's BM25 text has its method signatures and only the head of its code: the methods'
+# bodies have rows (and BM25 text) of their own.
+CLASS_SEARCH_CODE_CHARS = 1500
 
 REFERENCE_TYPE = pa.struct([
     ("file_path", pa.string()),
@@ -146,6 +149,7 @@ def _expand_identifier(word: str) -> str:
     return " ".join(parts)
 
 
+@lru_cache(maxsize=4096)
 def path_tokens(file_path: str) -> str:
     """`src/http_client/Pool.java` → tokens of every segment plus the file name with and without extension."""
     name = file_path.rsplit("/", 1)[-1]
@@ -164,9 +168,10 @@ def embedding_text(row: dict) -> str:
 
 
 def _derive_text_columns(row: dict) -> dict:
+    code_chars = CLASS_SEARCH_CODE_CHARS if row.get("method_signatures") else SEARCH_CODE_CHARS
     row["search_text"] = code_tokens(" ".join([
         row["qualified_name"], row.get("signature", ""), row.get("doc", ""),
-        *row.get("method_signatures", []), row["code"][:SEARCH_CODE_CHARS]]))
+        *row.get("method_signatures", []), row["code"][:code_chars]]))
     row["name_text"] = " ".join([code_tokens(row["name"]), code_tokens(row["qualified_name"]),
                                  row["name"].lower(), row["qualified_name"].lower()])
     row["path_text"] = path_tokens(row["file_path"])

@@ -11,6 +11,7 @@ update and delete; each step is idempotent, so rerunning after a crash repairs t
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
 import logging
@@ -78,6 +79,23 @@ class IndexReport:
             "syntax_errors": len(self.syntax_errors),
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
         }
+
+
+@contextmanager
+def batch_gc() -> Iterator[None]:
+    """Collect garbage less often while indexing.
+
+    A run allocates millions of small objects that live until it ends; the default thresholds
+    rescan them again and again (~30% of parse + references time on Django's source).
+    """
+    previous = gc.get_threshold()
+    gc.freeze()  # what exists now (modules, the model) is never garbage
+    gc.set_threshold(50_000, 20, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
+        gc.unfreeze()
 
 
 @contextmanager
@@ -211,6 +229,12 @@ def _open_repo(db, name: str, root: Path, embedder: Embedder, rebuild: bool) -> 
 def index_repo(root: str | Path, settings: Settings, name: str | None = None,
                rebuild: bool = False, progress: bool | None = None) -> IndexReport:
     """Bring the index of `root` up to date and return what was done."""
+    with batch_gc():
+        return _index_repo(root, settings, name, rebuild, progress)
+
+
+def _index_repo(root: str | Path, settings: Settings, name: str | None, rebuild: bool,
+                progress: bool | None) -> IndexReport:
     total_start = time.perf_counter()
     root_path = Path(root).expanduser()
     if not root_path.exists():

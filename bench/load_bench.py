@@ -3,7 +3,8 @@
     python bench/load_bench.py [--users 20] [--seconds 90] [--data-dir DIR --repo NAME]
 
 Starts `python app.py` on a loopback port with the embedded Redis and LLM, then each user
-(own cookie session) loops: four searches, then one @codebase chat read as a stream. Reports
+(own cookie session) loops: four searches, then one @codebase chat read as a stream, pausing
+between actions as a person reading would (`--think`, 0 for none). Reports
 search latency p50/p95, chat time to first token p50/p95 and the error count. Bounded in
 time and requests; talks to 127.0.0.1 only. Not a test.
 """
@@ -95,13 +96,19 @@ class User:
         except (urllib.error.URLError, OSError) as exc:
             self.errors.append(f"chat: {exc}")
 
-    def run(self, until: float, rounds: int) -> None:
+    def pause(self, think: float) -> None:
+        """A person reads between actions: think/2 to 3*think/2 seconds."""
+        time.sleep(self.random.uniform(think / 2, think * 1.5))
+
+    def run(self, until: float, rounds: int, think: float) -> None:
         for _ in range(rounds):
             if time.time() > until:
                 return
             for _ in range(4):
                 self.search()
+                self.pause(think)
             self.chat()
+            self.pause(think)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -114,6 +121,7 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=90)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--think", type=float, default=2.0, help="mean pause between a user's actions (s); 0 = none")
     parser.add_argument("--data-dir", type=Path, default=ROOT / "bench" / ".cache" / "search-data")
     parser.add_argument("--repo", default="django-sdist")
     parser.add_argument("--json", type=Path)
@@ -125,7 +133,7 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}"
         users = [User(base, args.repo, seed) for seed in range(args.users)]
         until = time.time() + args.seconds
-        threads = [threading.Thread(target=u.run, args=(until, args.rounds)) for u in users]
+        threads = [threading.Thread(target=u.run, args=(until, args.rounds, args.think)) for u in users]
         started = time.perf_counter()
         for thread in threads:
             thread.start()
@@ -138,7 +146,7 @@ def main() -> None:
     searches = [ms for u in users for ms in u.search_ms]
     first_tokens = [ms for u in users for ms in u.first_token_ms]
     errors = [e for u in users for e in u.errors]
-    results = {"users": args.users, "seconds": round(elapsed, 1), "searches": len(searches),
+    results = {"users": args.users, "think_s": args.think, "seconds": round(elapsed, 1), "searches": len(searches),
                "search_p50_ms": round(percentile(searches, 0.5), 1),
                "search_p95_ms": round(percentile(searches, 0.95), 1),
                "chats": len(first_tokens), "first_token_p50_ms": round(percentile(first_tokens, 0.5)),
