@@ -86,15 +86,16 @@ class ChatService:
     def run(self, turn: ChatTurn) -> Iterator[Event]:
         started = time.perf_counter()
         timings: dict[str, float] = {}
+        search = mentions_codebase(turn.message)
         try:
             history = self.store.history(turn.user, turn.repo)
+            context = None if search else self.store.load_context(turn.user, turn.repo)
         except ChatStoreUnavailable as exc:
             yield "error", {"message": str(exc), "code": "redis_unavailable"}
             yield "done", {"timings_ms": {}}
             return
 
-        context: StoredContext | None = None
-        if mentions_codebase(turn.message):
+        if search:
             for name, data in self._retrieve(turn):
                 if name == "_context":
                     context = data["context"]
@@ -104,19 +105,12 @@ class ChatService:
                 if name == "error":
                     yield "done", {"timings_ms": timings}
                     return
+        elif context:
+            yield "sources", {"results": context.sources, "reused": True, "context": {}}
         else:
-            try:
-                context = self.store.load_context(turn.user, turn.repo)
-            except ChatStoreUnavailable as exc:
-                yield "error", {"message": str(exc), "code": "redis_unavailable"}
-                yield "done", {"timings_ms": {}}
-                return
-            if context:
-                yield "sources", {"results": context.sources, "reused": True, "context": {}}
-            else:
-                yield "notice", {"code": "no_context", "message": (
-                    "No code has been retrieved in this conversation yet: start your message with "
-                    f"@codebase to search {turn.repo}.")}
+            yield "notice", {"code": "no_context", "message": (
+                "No code has been retrieved in this conversation yet: start your message with "
+                f"@codebase to search {turn.repo}.")}
 
         answer_parts: list[str] = []
         yield from self._answer(turn, context, history, answer_parts, timings)

@@ -225,7 +225,8 @@ class Retriever:
         self._llm = llm
         self._lock = threading.Lock()
         self._tables: dict[tuple[str, str], object] = {}
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="codeqa-table")
+        # Shared by concurrent requests: room for several searches, two tables each.
+        self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="codeqa-table")
 
     @property
     def llm(self) -> LLMClient:
