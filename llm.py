@@ -278,6 +278,9 @@ class LocalLLMServer:
             "--port", str(port),
             "--n_ctx", "4096",
             "--n_threads", str(self.settings.local_llm_threads),
+            # Prompt processing defaults to every core, which starves searches while a chat
+            # reads its context: keep it to the same budget.
+            "--n_threads_batch", str(self.settings.local_llm_threads),
             "--interrupt_requests", "False",
         ]  # fmt: skip
         with self.log_path.open("ab") as log:
