@@ -1,4 +1,4 @@
-; C: definitions, references and imports in the shared capture vocabulary.
+; C on top of c_family.scm: functions, calls, type uses.
 
 (function_definition
   declarator: (function_declarator
@@ -15,18 +15,6 @@
     declarator: (pointer_declarator
       declarator: (function_declarator
         declarator: (identifier) @name.definition.function)))) @definition.function
-
-(struct_specifier
-  name: (type_identifier) @name.definition.struct
-  body: (_)) @definition.struct
-
-(union_specifier
-  name: (type_identifier) @name.definition.union
-  body: (_)) @definition.union
-
-(enum_specifier
-  name: (type_identifier) @name.definition.enum
-  body: (_)) @definition.enum
 
 ; typedef struct { ... } name;
 (type_definition
@@ -45,18 +33,5 @@
 (call_expression
   function: (identifier) @name.reference.call)
 
-(call_expression
-  function: (field_expression
-    argument: (_) @qualifier.reference.call
-    field: (field_identifier) @name.reference.call))
-
 ; Type uses: typedef names and struct/union/enum tags.
 (type_identifier) @name.reference.type
-
-; Imports.
-(preproc_include
-  path: (string_literal
-    (string_content) @module.import))
-
-(preproc_include
-  path: (system_lib_string) @module.import)

@@ -1,21 +1,9 @@
-; C++: definitions, references and imports in the shared capture vocabulary.
+; C++ on top of c_family.scm: classes, methods, functions, instantiations, type uses.
 ; Namespaces are not definitions: qualified names leave them out.
 
 (class_specifier
   name: (type_identifier) @name.definition.class
   body: (_)) @definition.class
-
-(struct_specifier
-  name: (type_identifier) @name.definition.struct
-  body: (_)) @definition.struct
-
-(union_specifier
-  name: (type_identifier) @name.definition.union
-  body: (_)) @definition.union
-
-(enum_specifier
-  name: (type_identifier) @name.definition.enum
-  body: (_)) @definition.enum
 
 (type_definition
   type: (struct_specifier !name body: (_))
@@ -52,11 +40,6 @@
 ; Calls: f(), obj.m(), p->m(), Type::m(), ns::f<T>().
 (call_expression
   function: (identifier) @name.reference.call)
-
-(call_expression
-  function: (field_expression
-    argument: (_) @qualifier.reference.call
-    field: (field_identifier) @name.reference.call))
 
 (call_expression
   function: (qualified_identifier
@@ -96,11 +79,3 @@
 (qualified_identifier
   scope: (_) @qualifier.reference.type
   name: (type_identifier) @name.reference.type)
-
-; Imports.
-(preproc_include
-  path: (string_literal
-    (string_content) @module.import))
-
-(preproc_include
-  path: (system_lib_string) @module.import)

@@ -1,0 +1,27 @@
+; Shared by C and C++ (the C++ grammar names these nodes as C does): struct/union/enum
+; definitions, member calls and includes, in the shared capture vocabulary.
+
+(struct_specifier
+  name: (type_identifier) @name.definition.struct
+  body: (_)) @definition.struct
+
+(union_specifier
+  name: (type_identifier) @name.definition.union
+  body: (_)) @definition.union
+
+(enum_specifier
+  name: (type_identifier) @name.definition.enum
+  body: (_)) @definition.enum
+
+(call_expression
+  function: (field_expression
+    argument: (_) @qualifier.reference.call
+    field: (field_identifier) @name.reference.call))
+
+; Imports.
+(preproc_include
+  path: (string_literal
+    (string_content) @module.import))
+
+(preproc_include
+  path: (system_lib_string) @module.import)
