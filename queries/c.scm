@@ -1,4 +1,4 @@
-; C on top of c_family.scm: functions, calls, type uses.
+; C on top of c_family.scm: functions, typedefs, calls, type uses.
 
 (function_definition
   declarator: (function_declarator
