@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import re
-import time
 from dataclasses import dataclass
 from functools import lru_cache
 from datetime import timedelta
@@ -422,7 +421,3 @@ def prepare_symbol_row(row: dict) -> dict:
     row.setdefault("reference_count", 0)
     row.setdefault("references_hash", "")
     return row
-
-
-def now() -> float:
-    return time.time()

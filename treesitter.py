@@ -116,7 +116,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             name="javascript",
             extensions=(".js", ".jsx", ".mjs", ".cjs"),
             grammar=tree_sitter_javascript.language,
-            queries=("ecmascript.scm", "javascript.scm"),
+            queries=("ecmascript.scm", "javascript.scm", "jsx.scm"),
             body_types=frozenset({"statement_block", "class_body"}),
             wrappers=MappingProxyType({"export_statement": True}),
             prefix_types=frozenset({"decorator"}),
@@ -135,7 +135,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             constructor_names=frozenset({"constructor"}),
             variants=MappingProxyType(
                 {".tsx": GrammarVariant(tree_sitter_typescript.language_tsx,
-                                        ("ecmascript.scm", "typescript.scm", "tsx.scm"))}
+                                        ("ecmascript.scm", "typescript.scm", "jsx.scm"))}
             ),
         ),
         LanguageSpec(

@@ -1,4 +1,4 @@
-; JavaScript (and JSX) on top of ecmascript.scm: classes, class fields, JSX, superclasses.
+; JavaScript on top of ecmascript.scm (and jsx.scm): classes, class fields, superclasses.
 
 (class_declaration
   name: (identifier) @name.definition.class) @definition.class
@@ -7,15 +7,6 @@
 (field_definition
   property: (property_identifier) @name.definition.function
   value: [(arrow_function) (function_expression) (generator_function)]) @definition.function
-
-; JSX components are called by React.
-(jsx_opening_element
-  name: (identifier) @name.reference.call
-  (#match? @name.reference.call "^[A-Z]"))
-
-(jsx_self_closing_element
-  name: (identifier) @name.reference.call
-  (#match? @name.reference.call "^[A-Z]"))
 
 ; Superclasses.
 (class_heritage

@@ -1,4 +1,4 @@
-; TSX: JSX components are called by React (added to typescript.scm for .tsx files).
+; JSX (in .jsx and .tsx files): capitalised elements are components, called by React.
 
 (jsx_opening_element
   name: (identifier) @name.reference.call
