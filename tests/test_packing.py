@@ -1,0 +1,147 @@
+"""Packing spans into a token budget by line usefulness (pure, fast)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from packing import GAP, BODY, Definition, FileText, Span, estimate_tokens, pack
+
+
+def make_module(methods: int = 6, body: int = 6) -> tuple[FileText, list[int], list[int]]:
+    """A class with `methods` methods of `body` lines each, then a function; returns
+    (file, signature lines, body lines)."""
+    lines = ["import os", "", "class Store(Base):", '    """Keeps things."""', ""]
+    definitions, signatures, bodies = [], [3], []
+    class_start = 3
+    for m in range(methods):
+        start = len(lines) + 1
+        lines.append(f"    def method_{m}(self, value: int) -> int:")
+        signatures.append(start)
+        for b in range(body):
+            lines.append(f"        total_{b} = value * {b} + {m}  # step {b}")
+            bodies.append(len(lines))
+        definitions.append(Definition(start, len(lines), start, start))
+        lines.append("")
+    definitions.append(Definition(class_start, len(lines) - 1, class_start, class_start))
+    start = len(lines) + 1
+    lines += ["def helper(", "    x,", "):", "    return x + 1"]
+    definitions.append(Definition(start, start + 3, start, start + 2))
+    signatures += [start, start + 1, start + 2]
+    bodies.append(start + 3)
+    return FileText("pkg/store.py", "python", lines, definitions), signatures, bodies
+
+
+def shown_lines(text: str) -> dict[str, list[tuple[int, str]]]:
+    """path → [(line number, text)] as rendered, in order."""
+    out: dict[str, list[tuple[int, str]]] = {}
+    path = None
+    for line in text.splitlines():
+        header = re.match(r"### (\S+) \(", line)
+        if header:
+            path = header.group(1)
+            out[path] = []
+            continue
+        numbered = re.match(r"(\d+)\|(.*)$", line)
+        if numbered and path:
+            out[path].append((int(numbered.group(1)), numbered.group(2)))
+    return out
+
+
+def test_everything_fits_in_a_large_budget_in_order_without_gaps():
+    module, _, _ = make_module()
+    packed = pack([Span(module.path, 1, len(module.lines), "@file pkg/store.py", 0)], {module.path: module}, 10_000)
+    assert shown_lines(packed.text)[module.path] == list(enumerate(module.lines, 1))
+    assert GAP not in packed.text.splitlines() and packed.complete
+    assert packed.text.startswith("### pkg/store.py (@file pkg/store.py)\n```python\n")
+
+
+def test_budget_sweep_keeps_signatures_before_bodies_whole_lines_once():
+    module, signatures, bodies = make_module(methods=8, body=10)
+    span = Span(module.path, 1, len(module.lines), "@file pkg/store.py", 0)
+    previous = -1
+    for budget in range(0, 2100, 7):
+        packed = pack([span], {module.path: module}, budget)
+        assert packed.tokens <= budget
+        shown = shown_lines(packed.text).get(module.path, [])
+        numbers = [n for n, _ in shown]
+        assert numbers == sorted(set(numbers)), "a line shown twice or out of order"
+        assert all(module.lines[n - 1] == text for n, text in shown), "a line was cut"
+        if set(numbers) & set(bodies):
+            assert set(signatures) <= set(numbers), f"budget {budget}: a body line before every signature"
+        structure = len(set(numbers) & set(signatures))
+        assert structure >= previous, "a larger budget showed fewer signatures"
+        previous = structure
+    assert numbers == list(range(1, len(module.lines) + 1))
+
+
+def test_a_small_budget_gives_a_skeleton():
+    module, signatures, bodies = make_module(methods=8, body=10)
+    packed = pack([Span(module.path, 1, len(module.lines), "@file pkg/store.py", 0)], {module.path: module}, 185)
+    numbers = [n for n, _ in shown_lines(packed.text)[module.path]]
+    assert set(signatures) <= set(numbers) and not set(numbers) & set(bodies)
+    rendered = packed.text.splitlines()
+    method = rendered.index("6|    def method_0(self, value: int) -> int:")
+    assert rendered[method + 1] == GAP  # class → method signature → ...
+    assert rendered.index("3|class Store(Base):") < method
+
+
+def test_matched_lines_come_first_then_their_neighbours():
+    module, signatures, _ = make_module(methods=8, body=10)
+    use = 30
+    span = Span(module.path, 1, len(module.lines), "@references total_3", 0, frozenset({use}))
+    packed = pack([span], {module.path: module}, 40)
+    assert [n for n, _ in shown_lines(packed.text)[module.path]] == [use]
+    roomy = pack([span], {module.path: module}, 330)
+    numbers = {n for n, _ in shown_lines(roomy.text)[module.path]}
+    assert set(signatures) | {use - 2, use - 1, use + 1, use + 2} <= numbers
+
+
+def test_overlapping_spans_merge_and_keep_both_labels():
+    module, _, _ = make_module()
+    spans = [Span(module.path, 3, 20, "@definition Store", 0), Span(module.path, 6, 12, "@references method_0", 1),
+             Span(module.path, 6, 12, "@codebase", 2)]
+    packed = pack(spans, {module.path: module}, 5_000)
+    assert packed.text.count("### pkg/store.py") == 1
+    assert "(@definition Store, @references method_0, @codebase)" in packed.text
+    numbers = [n for n, _ in shown_lines(packed.text)[module.path]]
+    assert numbers == list(range(3, 21))
+    assert packed.span_lines == [(18, 18), (7, 7), (7, 7)]
+
+
+def test_better_ranked_spans_get_their_bodies_first():
+    first, second = make_module(), make_module()
+    other = FileText("pkg/other.py", "python", first[0].lines, first[0].definitions)
+    files = {first[0].path: first[0], other.path: other}
+    spans = [Span(other.path, 1, len(other.lines), "@codebase", 1), Span(first[0].path, 1, len(first[0].lines), "@file", 0)]
+    packed = pack(spans, files, 600)
+    shown = shown_lines(packed.text)
+    assert list(shown) == ["pkg/store.py", "pkg/other.py"]
+    assert set(first[2]) & {n for n, _ in shown["pkg/store.py"]}
+    assert not set(first[2]) & {n for n, _ in shown["pkg/other.py"]}
+    del second
+
+
+def test_notes_come_first_and_are_never_cut():
+    module, _, _ = make_module()
+    notes = ["@definition Nope: no such symbol; did you mean Store?", "x" * 200]
+    packed = pack([Span(module.path, 1, 5, "@file", 0)], {module.path: module}, 40, notes)
+    assert packed.text.startswith("Notes:\n- @definition Nope") and packed.notes == notes[:1]
+    assert "xxx" not in packed.text and packed.tokens <= 40
+
+
+@pytest.mark.parametrize("budget", [0, 1, 5])
+def test_tiny_budgets_give_little_or_nothing_but_never_too_much(budget):
+    module, _, _ = make_module()
+    packed = pack([Span(module.path, 1, len(module.lines), "@file", 0)], {module.path: module}, budget)
+    assert estimate_tokens(packed.text) <= budget
+
+
+def test_spans_of_unknown_files_and_out_of_range_lines_are_ignored():
+    module, _, _ = make_module(methods=1, body=1)
+    spans = [Span("gone.py", 1, 10, "@file", 0), Span(module.path, len(module.lines) - 1, 10_000, "@file", 0)]
+    packed = pack(spans, {module.path: module}, 1000)
+    assert [n for n, _ in shown_lines(packed.text)[module.path]] == [len(module.lines) - 1, len(module.lines)]
+    assert packed.span_lines[0] == (0, 0)
+    assert BODY == 3
