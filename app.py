@@ -16,7 +16,7 @@ import sys
 import threading
 import uuid
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from flask import Blueprint, Flask, Response, current_app, jsonify, render_template, request, session, stream_with_context
@@ -244,18 +244,12 @@ def _int_arg(name: str, default: int | None = None) -> int:
 
 def indexed_file(info: create_tables.RepoInfo, raw_path: Any) -> Path:
     """The on-disk file for a path of this repo's index, refusing anything else."""
-    if not isinstance(raw_path, str) or not raw_path or "\x00" in raw_path or "\\" in raw_path:
-        raise ApiError(400, "Invalid path.")
-    pure = PurePosixPath(raw_path)
-    if pure.is_absolute() or ".." in pure.parts or str(pure) != raw_path:
-        raise ApiError(400, "Invalid path: use a path relative to the repository, as in the sources.")
-    if not create_tables.is_indexed_file(create_tables.connect(services().settings), info, raw_path):
-        raise ApiError(404, f"{raw_path} is not an indexed file of {info.name}.")
-    root = Path(info.root).resolve()
-    target = (root / raw_path).resolve()
-    if not target.is_relative_to(root) or not target.is_file():
-        raise ApiError(404, f"{raw_path} is no longer in {info.root}.")
-    return target
+    try:
+        return create_tables.indexed_file_path(create_tables.connect(services().settings), info, raw_path)
+    except create_tables.InvalidPathError as exc:
+        raise ApiError(400, str(exc)) from exc
+    except create_tables.FileNotIndexedError as exc:
+        raise ApiError(404, str(exc)) from exc
 
 
 @api.get("/file")

@@ -18,6 +18,7 @@ import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path, PurePosixPath
 from datetime import timedelta
 from typing import Iterable, Sequence
 
@@ -277,6 +278,33 @@ def is_indexed_file(db: lancedb.DBConnection, info: RepoInfo, file_path: str) ->
     if name not in _table_names(db):
         return False
     return db.open_table(name).count_rows(f"file_path = {_quote(file_path)}") > 0
+
+
+class InvalidPathError(ValueError):
+    """A path that is not a plain repo-relative path (absolute, `..`, backslashes)."""
+
+
+class FileNotIndexedError(IndexStoreError):
+    """A well-formed path that is not an indexed file of the repo, or is no longer on disk."""
+
+
+def indexed_file_path(db: lancedb.DBConnection, info: RepoInfo, raw_path: object) -> Path:
+    """The on-disk file for a path of this repo's index, refusing anything else.
+
+    The one gate between user-supplied paths and the disk: the web file view, `@file` and
+    every other command that reads a file go through it."""
+    if not isinstance(raw_path, str) or not raw_path or "\x00" in raw_path or "\\" in raw_path:
+        raise InvalidPathError("Invalid path.")
+    pure = PurePosixPath(raw_path)
+    if pure.is_absolute() or ".." in pure.parts or str(pure) != raw_path:
+        raise InvalidPathError("Invalid path: use a path relative to the repository, as in the sources.")
+    if not is_indexed_file(db, info, raw_path):
+        raise FileNotIndexedError(f"{raw_path} is not an indexed file of {info.name}.")
+    root = Path(info.root).resolve()
+    target = (root / raw_path).resolve()
+    if not target.is_relative_to(root) or not target.is_file():
+        raise FileNotIndexedError(f"{raw_path} is no longer in {info.name}'s folder.")
+    return target
 
 
 # --- One repo's tables ------------------------------------------------------------------------
