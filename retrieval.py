@@ -3,6 +3,7 @@
     python retrieval.py search --repo NAME [--k 10] [--no-hyde] [--rerank|--no-rerank]
                                [--lang L] [--path P] [--json] "QUESTION"
     python retrieval.py search --repo NAME --json --batch questions.jsonl
+    python retrieval.py context --repo NAME [--budget TOKENS] [--k 8] [--hyde] [--json] "MESSAGE"
 
 Pipeline: HyDE (the LLM writes the code it expects) → hybrid search → HyDE with the real
 code found (the question rewritten with the codebase's names) → hybrid search over a
@@ -526,7 +527,39 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--pool", type=int, help="candidates per table before rerank (default 3 × k)")
     search.add_argument("--json", action="store_true", help="one JSON object per query")
     search.add_argument("--batch", help='JSONL file of {"id", "query"} objects')
+    context = commands.add_parser("context", help="what the LLM would see for a chat message: its "
+                                  "@-commands resolved, the search run, the context packed")
+    context.add_argument("message", help='a chat message, e.g. "@definition Cart @references Cart how?"')
+    context.add_argument("--repo", required=True)
+    context.add_argument("--budget", type=int, help="context tokens (default: CODEQA_CONTEXT_TOKENS)")
+    context.add_argument("--k", type=int, default=8, help="search hits for @codebase")
+    context.add_argument("--hyde", action="store_true", help="run HyDE for @codebase (off by default)")
+    context.add_argument("--json", action="store_true", help="the same JSON as POST /api/context")
     return parser
+
+
+def _context_main(args: argparse.Namespace) -> int:
+    """`retrieval.py context`: print the packed context (or its JSON) for one message."""
+    from context import ContextBuilder
+    from resolver import CommandResolver
+
+    settings = Settings.from_env()
+    if args.budget is not None and args.budget < 1:
+        raise QueryError("--budget must be a positive number of tokens.")
+    retriever = Retriever(settings)
+    builder = ContextBuilder(retriever, CommandResolver(retriever.db))
+    assembled = builder.build(args.repo, args.message, SearchOptions(k=args.k, hyde=args.hyde),
+                              args.budget or settings.context_tokens)
+    if args.json:
+        print(json.dumps(assembled.to_json()))
+        return 0
+    for notice in assembled.notices:
+        print(f"note: {notice}", file=sys.stderr)
+    print(assembled.text)
+    summary = assembled.summary()
+    print(f"-- {summary['tokens']} of {summary['budget']} tokens; {summary['included']} sources whole, "
+          f"{summary['trimmed']} trimmed, {summary['omitted']} left out", file=sys.stderr)
+    return 0
 
 
 def _batch(path: str) -> Iterator[tuple[str, str]]:
@@ -542,6 +575,12 @@ def _batch(path: str) -> Iterator[tuple[str, str]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "context":
+        try:
+            return _context_main(args)
+        except (QueryError, create_tables.IndexStoreError, EmbeddingError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     if bool(args.query) == bool(args.batch):
         print("error: give either a QUESTION or --batch FILE", file=sys.stderr)
         return 2

@@ -1,0 +1,196 @@
+"""@-commands resolved against a real index of the sample repo (real LanceDB, real files),
+and the context they pack into, with the real embedding model for @codebase."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import shutil
+import typing
+
+import pytest
+
+import create_tables
+from chat_commands import parse_message
+from context import ContextBuilder
+from packing import estimate_tokens
+from resolver import CommandResolver
+from retrieval import Retriever, SearchOptions
+
+
+@pytest.fixture(scope="module")
+def resolver(indexed_sample):
+    settings, _ = indexed_sample
+    return CommandResolver(create_tables.connect(settings))
+
+
+@pytest.fixture(scope="module")
+def builder(indexed_sample, resolver):
+    settings, _ = indexed_sample
+    return ContextBuilder(Retriever(settings.__class__(data_dir=settings.data_dir, llm_base_url="http://127.0.0.1:9/v1",
+                                                       local_llm=False)), resolver)
+
+
+def resolve(resolver, message: str):
+    repo = create_tables.get_repo(resolver.db, "sample")
+    lookup = resolver.lookup(repo)
+    return lookup.resolve(parse_message(message).lookups), lookup
+
+
+def where(sources) -> list[tuple[str, str, int, int]]:
+    return [(s["qualified_name"], s["file_path"], s["start_line"], s["end_line"]) for s in sources]
+
+
+def test_definition_brings_every_definition_with_its_class_header(resolver):
+    (found,), lookup = resolve(resolver, "@definition Cart.add")
+    assert found.problem == ""
+    assert where(found.sources) == [("Cart.add", "shop/models.py", 39, 45), ("Cart.add", "web/js/cart.js", 26, 29)]
+    assert {s["source"] for s in found.sources} == {"@definition Cart.add"}
+    python = [s for s in found.spans if s.path == "shop/models.py"]
+    assert (python[0].start, python[0].end, set(python[0].matched)) == (39, 45, {40})
+    assert (python[1].start, python[1].end, set(python[1].matched)) == (27, 27, {27})  # class Cart:
+
+
+def test_definition_by_plain_name_and_by_qualified_tail(resolver):
+    (by_name, by_tail, several), _ = resolve(
+        resolver, "@definition make_demo_cart @definition total.line_total @definition Parser.parse")
+    assert where(by_name.sources) == [("make_demo_cart", "shop/models.py", 59, 64)]
+    assert where(by_tail.sources) == [("Cart.total.line_total", "shop/models.py", 48, 50)]
+    assert sorted(s["file_path"] for s in several.sources) == ["shop/csv_parser.py", "shop/json_parser.py"]
+
+
+def test_references_bring_uses_with_their_callers_most_relevant_first(resolver):
+    (found,), lookup = resolve(resolver, "@references Cart.add")
+    uses = [(s["file_path"], s["start_line"], s["qualified_name"]) for s in found.sources]
+    assert uses == [("shop/checkout.py", 14, "checkout"), ("shop/models.py", 62, "make_demo_cart"),
+                    ("web/js/cart.js", 61, "demo"), ("shop/models.py", 63, "make_demo_cart")]
+    assert all(s["kind"] == "use" and s["source"] == "@references Cart.add" for s in found.sources)
+    assert found.sources[0]["text"] == "cart.add(product)"
+    checkout = found.spans[0]
+    assert (checkout.path, checkout.start, checkout.end, set(checkout.matched)) == ("shop/checkout.py", 8, 15, {14})
+    assert any("Cart.add (method, shop/models.py:39) is used 3 times" in note for note in found.notes)
+
+
+@pytest.mark.parametrize("argument, lines, matched", [
+    ("shop/models.py", (1, 64), set()),
+    ("shop/models.py:42", (39, 45), {42}),  # the definition around the line
+    ("shop/models.py:10-20", (10, 20), set()),
+    ("shop/models.py:58", (38, 64), {58}),  # outside any definition: lines around it
+])
+def test_file_brings_a_file_a_line_or_a_range(resolver, argument, lines, matched):
+    (found,), _ = resolve(resolver, f"@file {argument}")
+    assert found.problem == ""
+    span = found.spans[0]
+    assert (span.start, min(span.end, 64), set(span.matched)) == (*lines, matched)
+    assert found.sources[0]["kind"] == "file" and found.sources[0]["file_path"] == "shop/models.py"
+
+
+def test_symbols_at_resolves_the_names_around_a_line(resolver):
+    (found,), _ = resolve(resolver, "@symbols-at shop/checkout.py:14")
+    assert where(found.sources) == [("Cart.add", "shop/models.py", 39, 45), ("Parser.parse", "shop/csv_parser.py", 15, 18),
+                                    ("Cart.total", "shop/models.py", 47, 52), ("Cart", "shop/models.py", 27, 56)]
+    line = found.spans[0]
+    assert (line.path, line.start, line.end, set(line.matched)) == ("shop/checkout.py", 8, 15, {14})
+
+
+@pytest.mark.parametrize("message, fragment, suggestion", [
+    ("@definition Crat", "no definition named Crat", "Cart (shop/models.py:27)"),
+    ("@references make_demo_crt", "no definition named make_demo_crt", "make_demo_cart (shop/models.py:59)"),
+    ("@file shop/modls.py", "shop/modls.py is not an indexed file", "shop/models.py"),
+    ("@symbols-at shop/chekout.py:3", "not an indexed file", "shop/checkout.py"),
+])
+def test_unknown_names_and_paths_get_a_notice_with_the_nearest_matches(resolver, message, fragment, suggestion):
+    (found,), _ = resolve(resolver, message)
+    assert fragment in found.problem and "Did you mean" in found.problem
+    assert suggestion in found.suggestions[0] and found.notes == [found.problem]
+    assert found.to_json()["status"] == "not_found" and found.sources == []
+
+
+@pytest.mark.parametrize("message, fragment", [
+    ("@file shop/models.py:99", "shop/models.py has 64 lines"),
+    ("@file ../etc/passwd", "not an indexed file"),
+    ("@file .gitignore", "not an indexed file"),
+])
+def test_lines_past_the_end_and_paths_outside_the_index_are_refused(resolver, message, fragment):
+    (found,), lookup = resolve(resolver, message)
+    assert fragment in found.problem and not found.spans and set(lookup.files) <= {"shop/models.py"}
+
+
+def test_an_unknown_name_still_gives_the_llm_a_context(builder):
+    assembled = builder.build("sample", "@definition Crat what does it hold?", SearchOptions(k=4, hyde=False), 400)
+    assert "no definition named Crat" in assembled.text and "Cart (shop/models.py:27)" in assembled.text
+    assert assembled.notices and "Did you mean" in assembled.notices[0]
+
+
+def test_commands_and_codebase_combine_and_sources_are_labelled(builder):
+    assembled = builder.build("sample", "@codebase @definition Cart.add @references Cart.add how do they interact?",
+                              SearchOptions(k=4, hyde=False), 1800)
+    labels = [s["source"] for s in assembled.sources()]
+    assert labels[:2] == ["@definition Cart.add"] * 2 and "@references Cart.add" in labels
+    assert labels[-4:] == ["@codebase"] * 4
+    assert assembled.search.query == "how do they interact?"
+    assert assembled.packed.tokens <= 1800
+    text = assembled.text
+    assert "### shop/models.py (@definition Cart.add, @references Cart.add" in text
+    assert "40|    def add(self, product: Product, quantity: int = 1) -> None:" in text
+    assert "14|        cart.add(product)" in text
+    data = assembled.to_json()
+    assert [c["label"] for c in data["commands"]] == ["@definition Cart.add", "@references Cart.add"]
+    assert data["context"]["text"] == text and data["search"]["results"]
+
+
+def test_codebase_without_a_question_searches_for_the_command_arguments(builder):
+    assembled = builder.build("sample", "@codebase @definition checkout", SearchOptions(k=2, hyde=False), 600)
+    assert assembled.search.query == "checkout"
+
+
+def numbered(text: str) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    path = None
+    for line in text.splitlines():
+        header = re.match(r"### (\S+) \(", line)
+        if header:
+            path = header.group(1)
+            out[path] = []
+        elif path and re.match(r"\d+\|", line):
+            out[path].append(int(line.split("|", 1)[0]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def big_file_repo(tmp_path_factory):
+    """A repo holding one real 3,000+ line file (the standard library's typing.py)."""
+    from conftest import settings_for
+    from preprocessing import index_repo
+
+    root = tmp_path_factory.mktemp("big") / "repo"
+    (root / "lib").mkdir(parents=True)
+    shutil.copy(inspect.getsourcefile(typing), root / "lib" / "typing_copy.py")
+    settings = settings_for(root.parent / "data")
+    index_repo(root, settings, name="big", progress=False)
+    return settings
+
+
+def test_a_3000_line_file_fits_any_budget_as_a_skeleton_first(big_file_repo):
+    db = create_tables.connect(big_file_repo)
+    resolver = CommandResolver(db)
+    lookup = resolver.lookup(create_tables.get_repo(db, "big"))
+    (found,) = lookup.resolve(parse_message("@file lib/typing_copy.py summarise this file").lookups)
+    text = lookup.files["lib/typing_copy.py"]
+    assert len(text.lines) >= 3000
+    from packing import pack
+
+    signatures = {n for d in text.definitions for n in range(d.signature_start, d.signature_end + 1)}
+    top_level = {d.signature_start for d in text.definitions if d.start == min(
+        (o.start for o in text.definitions if o.start <= d.start and d.end <= o.end), default=d.start)}
+    for budget in (300, 1000, 1800, 6000):
+        packed = pack(found.spans, lookup.files, budget, found.notes)
+        shown = numbered(packed.text)["lib/typing_copy.py"]
+        assert estimate_tokens(packed.text) <= budget
+        assert len(shown) == len(set(shown))
+        for number in shown:
+            assert f"\n{number}|{text.lines[number - 1]}\n" in packed.text
+        if set(shown) - signatures:
+            assert signatures <= set(shown), f"budget {budget}: a body line before every signature"
+        if budget >= 1800:
+            assert top_level <= set(shown), "every top-level definition is in the skeleton"
