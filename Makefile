@@ -1,4 +1,5 @@
-# One command each: `make run` (set up, index a repo, serve the chat) and `make test`.
+# One command each: `make run` (set up, index a repo, serve the chat) and `make test`
+# (`make test-fast`: the unit tier only, seconds).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -7,7 +8,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
 REPO ?= tests/fixtures/sample_repo
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup browser run index serve test bench eval clean
+.PHONY: setup browser run index serve test test-fast bench eval clean
 
 setup: $(VENV)/.installed
 
@@ -33,6 +34,9 @@ run: index serve
 
 test: setup browser
 	$(PY) -m pytest
+
+test-fast: setup
+	$(PY) -m pytest -m unit
 
 bench: setup
 	$(PY) bench/index_bench.py

@@ -27,8 +27,8 @@ from answer import ChatBudget, ChatService, ChatTurn
 from chat_store import ChatStore, ChatStoreUnavailable
 from config import Settings
 from embeddings import EmbeddingError
+from languages import language_for
 from llm import LLMClient
-from repo_files import language_for
 from retrieval import QueryError, Retriever, SearchOptions
 
 log = logging.getLogger("codeqa.app")
@@ -132,10 +132,9 @@ def text_field(data: dict, name: str, limit: int) -> str:
 
 def repo_summary(info: create_tables.RepoInfo) -> dict:
     stats = info.stats
-    return {"name": info.name, "root": info.root, "files": stats.get("files", 0),
-            "methods": stats.get("methods", 0), "classes": stats.get("classes", 0),
-            "docs": stats.get("docs", 0), "references": stats.get("references", 0),
-            "indexed_at": info.indexed_at, "languages": stats.get("files_by_language", {})}
+    return {"name": info.name, "root": info.root, "files": stats.files, "methods": stats.methods,
+            "classes": stats.classes, "docs": stats.docs, "references": stats.references,
+            "indexed_at": info.indexed_at, "languages": stats.files_by_language}
 
 
 def status_report() -> dict:

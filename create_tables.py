@@ -13,10 +13,8 @@ still holds the old hash and the next run redoes that file; every step is idempo
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from datetime import timedelta
@@ -30,6 +28,7 @@ from lancedb.index import FTS, HnswSq
 
 from config import Settings
 from embeddings import Embedder
+from records import ManifestEntry, RepoInfo
 
 REGISTRY_TABLE = "codeqa_repos"
 TABLE_KINDS = ("methods", "classes", "files")
@@ -97,17 +96,18 @@ def symbol_schema(dim: int, with_method_signatures: bool) -> pa.Schema:
     return pa.schema(fields)
 
 
-FILES_SCHEMA = pa.schema([
+FILES_SCHEMA = pa.schema([  # one row per records.ManifestEntry
     ("file_path", pa.string()),
     ("sha256", pa.string()),
     ("language", pa.string()),
     ("size", pa.int64()),
+    ("mtime_ns", pa.int64()),  # added after the first release: older tables get it as 0
     ("non_utf8", pa.bool_()),
     ("has_errors", pa.bool_()),
-    ("parsed", pa.string()),  # JSON: symbols, references, imports for reference resolution
+    ("parsed", pa.string()),  # records.FileParse JSON: symbols, references, imports
 ])
 
-REGISTRY_SCHEMA = pa.schema([
+REGISTRY_SCHEMA = pa.schema([  # one row per records.RepoInfo
     ("name", pa.string()),
     ("root", pa.string()),
     ("prefix", pa.string()),
@@ -115,7 +115,7 @@ REGISTRY_SCHEMA = pa.schema([
     ("embedding_dim", pa.int32()),
     ("created_at", pa.float64()),
     ("indexed_at", pa.float64()),
-    ("stats", pa.string()),  # JSON summary of the last run
+    ("stats", pa.string()),  # records.RepoStats JSON: summary of the last run
 ])
 
 
@@ -198,6 +198,17 @@ def _scan(table, columns: list[str], where: str | None = None) -> pa.Table:
     return (query.where(where) if where else query).to_arrow()
 
 
+# Columns added to a schema after tables of it were written, and the SQL value old rows get.
+_ADDED_COLUMN_DEFAULTS = {"mtime_ns": "CAST(0 AS BIGINT)"}
+
+
+def _add_missing_columns(table, schema: pa.Schema) -> None:
+    """Bring a table an older version wrote up to `schema`: new columns get their defaults."""
+    missing = [name for name in schema.names if name not in table.schema.names]
+    if missing:
+        table.add_columns({name: _ADDED_COLUMN_DEFAULTS[name] for name in missing})
+
+
 def table_prefix(name: str) -> str:
     """A table-name-safe, collision-free prefix for a repo name."""
     slug = re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_")[:40] or "repo"
@@ -205,18 +216,6 @@ def table_prefix(name: str) -> str:
 
 
 # --- Registry ---------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class RepoInfo:
-    name: str
-    root: str
-    prefix: str
-    embedding_model: str
-    embedding_dim: int
-    created_at: float
-    indexed_at: float
-    stats: dict
-
 
 def connect(settings: Settings) -> lancedb.DBConnection:
     return lancedb.connect(settings.database_uri)
@@ -243,8 +242,7 @@ def list_repos(db: lancedb.DBConnection) -> list[RepoInfo]:
     if REGISTRY_TABLE not in _table_names(db):
         return []
     rows = db.open_table(REGISTRY_TABLE).to_arrow().to_pylist()
-    return sorted((RepoInfo(**{**r, "stats": json.loads(r["stats"] or "{}")}) for r in rows),
-                  key=lambda info: info.name)
+    return sorted(map(RepoInfo.from_row, rows), key=lambda info: info.name)
 
 
 def get_repo(db: lancedb.DBConnection, name: str) -> RepoInfo:
@@ -256,8 +254,7 @@ def get_repo(db: lancedb.DBConnection, name: str) -> RepoInfo:
 
 
 def save_repo(db: lancedb.DBConnection, info: RepoInfo) -> None:
-    row = {**info.__dict__, "stats": json.dumps(info.stats, sort_keys=True)}
-    table = pa.Table.from_pylist([row], schema=REGISTRY_SCHEMA)
+    table = pa.Table.from_pylist([info.to_row()], schema=REGISTRY_SCHEMA)
     _registry(db).merge_insert("name").when_matched_update_all().when_not_matched_insert_all().execute(table)
 
 
@@ -309,14 +306,6 @@ def indexed_file_path(db: lancedb.DBConnection, info: RepoInfo, raw_path: object
 
 # --- One repo's tables ------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class ManifestEntry:
-    file_path: str
-    sha256: str
-    language: str
-    parsed: str
-
-
 class RepoTables:
     """The methods, classes and files tables of one repo, and the writes the indexer needs."""
 
@@ -331,17 +320,19 @@ class RepoTables:
 
     def _open(self, existing: set[str], kind: str, schema: pa.Schema):
         name = f"{self.info.prefix}__{kind}"
-        if name in existing:
-            return self.db.open_table(name)
-        return self.db.create_table(name, schema=schema, exist_ok=True)
+        if name not in existing:
+            return self.db.create_table(name, schema=schema, exist_ok=True)
+        table = self.db.open_table(name)
+        _add_missing_columns(table, schema)
+        return table
 
     @property
     def symbol_tables(self):
         return (self.methods, self.classes)
 
     def manifest(self) -> dict[str, ManifestEntry]:
-        rows = _scan(self.files, ["file_path", "sha256", "language", "parsed"]).to_pylist()
-        return {r["file_path"]: ManifestEntry(**r) for r in rows}
+        rows = _scan(self.files, FILES_SCHEMA.names).to_pylist()
+        return {r["file_path"]: ManifestEntry.from_row(r) for r in rows}
 
     def stored_file_paths(self) -> set[str]:
         """Every file path that has rows, manifest or not (finds leftovers of a crash)."""
@@ -368,9 +359,10 @@ class RepoTables:
                 table.delete(_in_filter("file_path", chunk))
             self.files.delete(_in_filter("file_path", chunk))
 
-    def replace_files(self, file_rows: list[dict], method_rows: list[dict], class_rows: list[dict]) -> None:
+    def replace_files(self, entries: Sequence[ManifestEntry], method_rows: list[dict],
+                      class_rows: list[dict]) -> None:
         """Swap in the new rows of these files, then record them in the manifest."""
-        paths = [r["file_path"] for r in file_rows]
+        paths = [entry.file_path for entry in entries]
         for chunk in _chunks(paths, 500):
             for table in self.symbol_tables:
                 table.delete(_in_filter("file_path", chunk))
@@ -378,8 +370,14 @@ class RepoTables:
             self.methods.add(pa.Table.from_pylist(method_rows, schema=self.methods.schema))
         if class_rows:
             self.classes.add(pa.Table.from_pylist(class_rows, schema=self.classes.schema))
-        manifest = pa.Table.from_pylist(file_rows, schema=FILES_SCHEMA)
-        self.files.merge_insert("file_path").when_matched_update_all().when_not_matched_insert_all().execute(manifest)
+        self.update_manifest(entries)
+
+    def update_manifest(self, entries: Sequence[ManifestEntry]) -> None:
+        """Write manifest entries (insert or replace by path)."""
+        if not entries:
+            return
+        rows = pa.Table.from_pylist([entry.to_row() for entry in entries], schema=FILES_SCHEMA)
+        self.files.merge_insert("file_path").when_matched_update_all().when_not_matched_insert_all().execute(rows)
 
     def stored_reference_hashes(self) -> dict[str, str]:
         out: dict[str, str] = {}

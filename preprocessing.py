@@ -4,8 +4,9 @@
     python preprocessing.py list
     python preprocessing.py remove NAME
 
-Every run is incremental (Continue-style): content hashes decide which files to add,
-update and delete; each step is idempotent, so rerunning after a crash repairs the index.
+Every run is incremental (Continue-style): `index_plan.plan_index` decides from sizes, mtimes
+and content hashes which files to add, change and delete, then the run applies that plan;
+each step is idempotent, so rerunning after a crash repairs the index.
 """
 
 from __future__ import annotations
@@ -21,23 +22,23 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from tqdm import tqdm
 
 import create_tables as tables_mod
 from config import Settings
-from create_tables import RepoInfo, RepoTables
+from create_tables import RepoTables
 from doc_sections import split_sections
 from embeddings import Embedder, EmbeddingError, get_embedder
-from references import CONSTRUCTOR_CALLS, FileReferences, ReferenceSite, SymbolInfo, resolve_references
-from repo_files import RepoPathError, SourceFile, walk_repo
+from index_plan import IndexPlan, plan_index, recorded_mtime
+from languages import CONSTRUCTOR_CALLS, DOC_KIND, DOC_LANGUAGES, FUNCTION_KINDS
+from records import FileParse, ManifestEntry, RepoInfo, RepoStats, SymbolInfo
+from references import resolve_references
+from repo_files import RepoPathError, SourceFile, WalkReport, walk_repo
 from treesitter import ParsedFile, parse_source
 
 log = logging.getLogger("codeqa.index")
-
-DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
-METHOD_KINDS = frozenset({"function", "method", "constructor"})
 
 
 class NothingToIndexError(RuntimeError):
@@ -67,18 +68,18 @@ class IndexReport:
     syntax_errors: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
-    def stats(self) -> dict:
-        return {
-            "files_by_language": dict(self.files_by_language),
-            "files": sum(self.files_by_language.values()),
-            "methods": self.methods, "classes": self.classes, "docs": self.docs,
-            "references": self.references,
-            "added": self.added, "changed": self.changed, "deleted": self.deleted,
-            "unchanged": self.unchanged, "embedded": self.embedded,
-            "skipped": dict(self.skipped), "non_utf8": self.non_utf8,
-            "syntax_errors": len(self.syntax_errors),
-            "timings": {k: round(v, 3) for k, v in self.timings.items()},
-        }
+    def stats(self) -> RepoStats:
+        return RepoStats(
+            files_by_language=dict(self.files_by_language),
+            files=sum(self.files_by_language.values()),
+            methods=self.methods, classes=self.classes, docs=self.docs,
+            references=self.references,
+            added=self.added, changed=self.changed, deleted=self.deleted,
+            unchanged=self.unchanged, embedded=self.embedded,
+            skipped=dict(self.skipped), non_utf8=self.non_utf8,
+            syntax_errors=len(self.syntax_errors),
+            timings={k: round(v, 3) for k, v in self.timings.items()},
+        )
 
 
 @contextmanager
@@ -117,7 +118,7 @@ def _row_id(file_path: str, kind: str, qualified_name: str, start_line: int) -> 
 class FileRows:
     """Everything one source file contributes: rows for both tables and its manifest entry."""
 
-    manifest: dict
+    manifest: ManifestEntry
     methods: list[dict]
     classes: list[dict]
 
@@ -136,7 +137,7 @@ def _code_rows(repo: str, file: SourceFile, parsed: ParsedFile) -> tuple[list[di
         row = _base_row(repo, file, kind=d.kind, name=d.name, qualified_name=d.qualified_name,
                         signature=d.signature, doc=d.doc, code=d.code, start_line=d.start_line,
                         end_line=d.end_line, parent=d.parent)
-        if d.kind in METHOD_KINDS:
+        if d.kind in FUNCTION_KINDS:
             methods.append(row)
         else:
             row["method_signatures"] = list(d.method_signatures)
@@ -145,7 +146,7 @@ def _code_rows(repo: str, file: SourceFile, parsed: ParsedFile) -> tuple[list[di
 
 
 def _doc_rows(repo: str, file: SourceFile) -> list[dict]:
-    return [_base_row(repo, file, kind="doc", name=s.title, qualified_name=s.qualified_name,
+    return [_base_row(repo, file, kind=DOC_KIND, name=s.title, qualified_name=s.qualified_name,
                       code=s.text, start_line=s.start_line, end_line=s.end_line,
                       method_signatures=[])
             for s in split_sections(file.text, file.language, file.path.rsplit("/", 1)[-1])]
@@ -159,29 +160,26 @@ def _dedupe_ids(rows: list[dict]) -> None:
             row["id"] = f"{row['id']}-{seen[row['id']]}"
 
 
-def file_rows(repo: str, file: SourceFile) -> tuple[FileRows, bool]:
-    """Parse one file into rows; the flag says whether the parser met syntax errors."""
-    parsed_json: dict = {"symbols": [], "references": [], "imports": [], "imported_names": []}
-    has_errors = False
+def file_rows(repo: str, file: SourceFile, mtime_ns: int) -> FileRows:
+    """Parse one file into rows and its manifest entry (which records `mtime_ns`)."""
     if file.language in DOC_LANGUAGES:
+        parsed = ParsedFile(file.language, definitions=[], references=[], imports=[], imported_names=[],
+                            has_errors=False)
         methods, classes = [], _doc_rows(repo, file)
     else:
         parsed = parse_source(file.text, file.language, file.path)
-        has_errors = parsed.has_errors
         methods, classes = _code_rows(repo, file, parsed)
-        parsed_json["references"] = [[r.name, r.kind, r.qualifier, r.line, r.column, r.text, r.enclosing]
-                                     for r in parsed.references]
-        parsed_json["imports"] = list(parsed.imports)
-        parsed_json["imported_names"] = list(parsed.imported_names)
     _dedupe_ids(methods + classes)
-    parsed_json["symbols"] = [[r["id"], r["kind"], r["name"], r["qualified_name"], r["parent"]]
-                              for r in methods + classes if r["kind"] != "doc"]
-    manifest = {"file_path": file.path, "sha256": file.sha256, "language": file.language,
-                "size": file.size, "non_utf8": file.decoded_with_replacement,
-                "has_errors": has_errors, "parsed": json.dumps(parsed_json, separators=(",", ":"))}
-    prepared = FileRows(manifest, [tables_mod.prepare_symbol_row(r) for r in methods],
-                        [tables_mod.prepare_symbol_row(r) for r in classes])
-    return prepared, has_errors
+    symbols = tuple(SymbolInfo(id=r["id"], file_path=file.path, language=file.language, kind=r["kind"],
+                               name=r["name"], qualified_name=r["qualified_name"], parent=r["parent"])
+                    for r in methods + classes if r["kind"] != DOC_KIND)
+    parse = FileParse(file.path, file.language, symbols, tuple(parsed.references), tuple(parsed.imports),
+                      tuple(parsed.imported_names))
+    manifest = ManifestEntry(file_path=file.path, sha256=file.sha256, language=file.language,
+                             size=file.size, mtime_ns=mtime_ns, non_utf8=file.decoded_with_replacement,
+                             has_errors=parsed.has_errors, parsed=parse.to_json())
+    return FileRows(manifest, [tables_mod.prepare_symbol_row(r) for r in methods],
+                    [tables_mod.prepare_symbol_row(r) for r in classes])
 
 
 # --- The run -----------------------------------------------------------------------------------
@@ -206,22 +204,20 @@ def resolve_repo_name(db, root: Path, requested: str | None) -> str:
     return f"{base}-{hashlib.sha1(str(root).encode()).hexdigest()[:6]}"
 
 
-def _open_repo(db, name: str, root: Path, embedder: Embedder, rebuild: bool) -> RepoTables:
-    """Open (or register) the repo's tables; the model is loaded only for a new index."""
-    existing = {info.name: info for info in tables_mod.list_repos(db)}.get(name)
-    if existing and rebuild:
-        tables_mod.remove_repo(db, name)
-        existing = None
-    if existing and existing.embedding_model != embedder.model_id:
+def _check_model(info: RepoInfo, embedder: Embedder) -> None:
+    """Refuse to mix embedding models in one index: search would compare unlike vectors."""
+    if info.embedding_model != embedder.model_id:
         raise tables_mod.ModelMismatchError(
-            f"Repo {name!r} was indexed with {existing.embedding_model} ({existing.embedding_dim}-d) "
+            f"Repo {info.name!r} was indexed with {info.embedding_model} ({info.embedding_dim}-d) "
             f"but the configured model is {embedder.model_id}. Mixing models in one index would "
             "make search meaningless: switch the model back, or rerun with --rebuild.")
-    if existing:
-        return RepoTables(db, existing)
+
+
+def _register(db, name: str, root: Path, embedder: Embedder) -> RepoTables:
+    """Register a new repo and create its tables; this is where the model gets loaded."""
     info = RepoInfo(name=name, root=str(root), prefix=tables_mod.table_prefix(name),
                     embedding_model=embedder.model_id, embedding_dim=embedder.dim,
-                    created_at=time.time(), indexed_at=0.0, stats={})
+                    created_at=time.time(), indexed_at=0.0)
     tables_mod.save_repo(db, info)
     return RepoTables(db, info)
 
@@ -246,39 +242,42 @@ def _index_repo(root: str | Path, settings: Settings, name: str | None, rebuild:
     name = resolve_repo_name(db, root_path, name)
     report = IndexReport(name=name, root=str(root_path))
 
+    walked_at = time.time_ns()
     with _stage(report, "walk"):
         walked = walk_repo(root_path, settings.max_file_bytes)
-    report.skipped, report.skipped_examples = walked.skipped, walked.skipped_examples
-    report.non_utf8 = walked.non_utf8
-    report.files_by_language = Counter(f.language for f in walked.files)
-    already_indexed = any(info.name == name for info in tables_mod.list_repos(db))
-    if not walked.files and not already_indexed:
+    existing = {info.name: info for info in tables_mod.list_repos(db)}.get(name)
+    embedder = get_embedder(settings)
+    previous = None
+    if existing and not rebuild:
+        _check_model(existing, embedder)
+        previous = RepoTables(db, existing)
+
+    with _stage(report, "plan"):
+        manifest = previous.manifest() if previous else {}
+        stored = previous.stored_file_paths() if previous else set()
+        plan = plan_index(walked.files, manifest, stored, walked.read, walked_at)
+    _report_plan(report, plan, walked)
+    if not plan.current and existing is None:
         reasons = ", ".join(f"{n} {r}" for r, n in walked.skipped.most_common()) or "no files"
         raise NothingToIndexError(f"Nothing indexable in {root_path} ({reasons}).")
 
-    embedder = get_embedder(settings)
     with _stage(report, "open"):
-        repo = _open_repo(db, name, root_path, embedder, rebuild)
-
-    with _stage(report, "plan"):
-        manifest = repo.manifest()
-        current = {f.path: f for f in walked.files}
-        todo = [f for f in walked.files if manifest.get(f.path) is None or manifest[f.path].sha256 != f.sha256]
-        gone = sorted((set(manifest) | repo.stored_file_paths()) - set(current))
-    report.added = sum(1 for f in todo if f.path not in manifest)
-    report.changed = len(todo) - report.added
-    report.deleted = sum(1 for path in gone if path in manifest)
-    report.unchanged = len(current) - len(todo)
+        if existing and rebuild:
+            tables_mod.remove_repo(db, name)
+        repo = previous or _register(db, name, root_path, embedder)
 
     # Until this run's references are resolved, a crash must make the next run resolve them all.
-    interrupted = bool(repo.info.stats.get("references_pending"))
-    if todo or gone:
-        tables_mod.save_repo(db, replace(repo.info, stats={**repo.info.stats, "references_pending": True}))
-    _write_files(repo, todo, embedder, settings.write_batch, report, progress)
+    interrupted = repo.info.references_pending
+    if plan.writes:
+        tables_mod.save_repo(db, replace(repo.info, references_pending=True))
+    _write_files(repo, plan.to_write, embedder, settings.write_batch, report, progress, walked_at)
+    if plan.restat:
+        with _stage(report, "write"):
+            repo.update_manifest(plan.restat)
     with _stage(report, "delete"):
-        repo.delete_files(gone)
+        repo.delete_files(plan.delete)
     with _stage(report, "references"):
-        changed = None if interrupted else {f.path for f in todo} | set(gone)
+        changed = None if interrupted else {f.path for f in plan.to_write} | set(plan.delete)
         report.references, report.references_updated = update_references(repo, changed, manifest)
     with _stage(report, "optimize"):
         repo.finish()
@@ -286,12 +285,23 @@ def _index_repo(root: str | Path, settings: Settings, name: str | None, rebuild:
     counts = repo.counts()
     report.methods, report.classes, report.docs = counts["methods"], counts["classes"], counts["docs"]
     report.timings["total"] = time.perf_counter() - total_start
-    tables_mod.save_repo(db, replace(repo.info, indexed_at=time.time(), stats=report.stats()))
+    tables_mod.save_repo(db, replace(repo.info, indexed_at=time.time(), stats=report.stats(),
+                                     references_pending=False))
     return report
 
 
+def _report_plan(report: IndexReport, plan: IndexPlan, walked: WalkReport) -> None:
+    """What the plan says about the repo's files, and what the walk (reads included) skipped."""
+    report.files_by_language = Counter(f.language for f in plan.current)
+    report.skipped, report.skipped_examples = walked.skipped, walked.skipped_examples
+    report.non_utf8 = plan.non_utf8
+    report.added, report.changed = len(plan.add), len(plan.change)
+    report.deleted = plan.deleted_from_manifest
+    report.unchanged = len(plan.unchanged)
+
+
 def _write_files(repo: RepoTables, todo: list[SourceFile], embedder: Embedder, batch_size: int,
-                 report: IndexReport, progress: bool | None) -> None:
+                 report: IndexReport, progress: bool | None, walked_at: int) -> None:
     """Parse, embed and write the files that changed, a batch at a time."""
     bar = tqdm(total=len(todo), unit="file", desc="Indexing", disable=None if progress is None else not progress)
     try:
@@ -300,8 +310,8 @@ def _write_files(repo: RepoTables, todo: list[SourceFile], embedder: Embedder, b
             with _stage(report, "parse"):
                 parsed = []
                 for file in batch:
-                    rows, has_errors = file_rows(report.name, file)
-                    if has_errors:
+                    rows = file_rows(report.name, file, recorded_mtime(file.mtime_ns, walked_at))
+                    if rows.manifest.has_errors:
                         report.syntax_errors.append(file.path)
                     parsed.append(rows)
             methods = [r for p in parsed for r in p.methods]
@@ -316,35 +326,21 @@ def _write_files(repo: RepoTables, todo: list[SourceFile], embedder: Embedder, b
         bar.close()
 
 
-def _references_input(entries) -> tuple[list[SymbolInfo], list[FileReferences]]:
-    symbols: list[SymbolInfo] = []
-    files: list[FileReferences] = []
-    for entry in entries:
-        parsed = json.loads(entry.parsed)
-        symbols.extend(SymbolInfo(id=s[0], file_path=entry.file_path, language=entry.language,
-                                  kind=s[1], name=s[2], qualified_name=s[3], parent=s[4])
-                       for s in parsed["symbols"])
-        files.append(FileReferences(entry.file_path, entry.language,
-                                    [ReferenceSite(*r) for r in parsed["references"]],
-                                    parsed["imports"], parsed["imported_names"]))
-    return symbols, files
-
-
-def _names_touched(entries) -> set[str]:
+def _names_touched(entries: Iterable[ManifestEntry]) -> set[str]:
     """Names defined or used (incl. `Foo` of `Foo::new()`) in these files' parse results."""
     names: set[str] = set()
     for entry in entries:
-        parsed = json.loads(entry.parsed)
-        names.update(s[2] for s in parsed["symbols"])
-        for name, _kind, qualifier, *_ in parsed["references"]:
-            names.add(name)
-            if qualifier and name in CONSTRUCTOR_CALLS:
-                names.add(qualifier)
+        parse = entry.parse
+        names.update(symbol.name for symbol in parse.symbols)
+        for reference in parse.references:
+            names.add(reference.name)
+            if reference.qualifier and reference.name in CONSTRUCTOR_CALLS:
+                names.add(reference.qualifier)
     return names
 
 
 def update_references(repo: RepoTables, changed: set[str] | None,
-                      before: dict[str, tables_mod.ManifestEntry]) -> tuple[int, int]:
+                      before: dict[str, ManifestEntry]) -> tuple[int, int]:
     """Re-resolve the references a change can affect; rewrite only rows whose uses changed.
 
     A definition's uses depend only on sites with its name, the definitions sharing that name
@@ -353,16 +349,17 @@ def update_references(repo: RepoTables, changed: set[str] | None,
     re-resolves everything (after an interrupted run). Returns (total uses, rows updated).
     """
     after = repo.manifest()
-    symbols, files = _references_input(after.values())
+    files = [entry.parse for entry in after.values()]
+    symbols = [symbol for parse in files for symbol in parse.symbols]
     targets = symbols
     if changed is not None:
         touched = _names_touched([before[p] for p in changed if p in before] +
                                  [after[p] for p in changed if p in after])
         targets = [s for s in symbols if s.name in touched]
-        files = [FileReferences(f.file_path, f.language,
-                                [r for r in f.references if r.name in touched or (
-                                    r.name in CONSTRUCTOR_CALLS and r.qualifier in touched)],
-                                f.imports, f.imported_names) for f in files]
+        files = [replace(parse, references=tuple(
+                     r for r in parse.references
+                     if r.name in touched or (r.name in CONSTRUCTOR_CALLS and r.qualifier in touched)))
+                 for parse in files]
     uses = resolve_references(symbols, files)
     stored = repo.stored_reference_hashes()
     updates: dict[str, list[dict]] = {"methods": [], "classes": []}
@@ -371,7 +368,7 @@ def update_references(repo: RepoTables, changed: set[str] | None,
         kept = [u.to_row() for u in found[:tables_mod.MAX_STORED_REFERENCES]]
         digest = hashlib.sha1(json.dumps([len(found), kept], sort_keys=True).encode()).hexdigest() if found else ""
         if stored.get(symbol.id, digest) != digest:
-            table = "methods" if symbol.kind in METHOD_KINDS else "classes"
+            table = "methods" if symbol.kind in FUNCTION_KINDS else "classes"
             updates[table].append({"id": symbol.id, "references": kept,
                                    "reference_count": len(found), "references_hash": digest})
     for table, rows in updates.items():
@@ -411,9 +408,9 @@ def _format_repos(repos: list[RepoInfo]) -> str:
     for info in repos:
         stats = info.stats
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.indexed_at)) if info.indexed_at else "never"
-        lines.append(f"{info.name}\t{info.root}\n  {stats.get('files', 0)} files, {stats.get('methods', 0)} methods, "
-                     f"{stats.get('classes', 0)} classes, {stats.get('docs', 0)} docs, "
-                     f"{stats.get('references', 0)} references; model {info.embedding_model} "
+        lines.append(f"{info.name}\t{info.root}\n  {stats.files} files, {stats.methods} methods, "
+                     f"{stats.classes} classes, {stats.docs} docs, "
+                     f"{stats.references} references; model {info.embedding_model} "
                      f"({info.embedding_dim}-d); last indexed {when}")
     return "\n".join(lines)
 

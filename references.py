@@ -16,52 +16,23 @@ from dataclasses import asdict, dataclass
 from functools import cached_property, lru_cache
 from typing import Iterable
 
-# Languages whose code calls each other's definitions directly.
-LANGUAGE_FAMILY = {"typescript": "javascript", "cpp": "c"}
-METHOD_KINDS = frozenset({"function", "method", "constructor"})
-INSTANTIABLE_KINDS = frozenset({"class", "struct", "record", "enum", "union"})
+from languages import CONSTRUCTOR_CALLS, FUNCTION_KINDS, INSTANTIABLE_KINDS, SOURCE_EXTENSIONS, language_family
+from records import FileParse, Reference, SymbolInfo
+
 SELF_NAMES = frozenset({"self", "this", "Self", "cls", "super"})
-CONSTRUCTOR_CALLS = frozenset({"new", "__init__", "constructor"})
 # An `obj.m()` matching more definitions than this, with nothing to choose between them, says
 # nothing about any of them: it is counted as unresolved rather than attached to all.
 MAX_AMBIGUOUS = 4
 _MODULE_NOISE = frozenset({"crate", "self", "super", "std", "", ".", ".."})
-_SOURCE_EXT = re.compile(r"\.(h|hh|hpp|hxx|c|cc|cpp|cxx|js|jsx|mjs|cjs|ts|tsx|py|rs|go|java)$")
+_SOURCE_EXT = re.compile(r"\.(%s)$" % "|".join(re.escape(ext[1:]) for ext in SOURCE_EXTENSIONS))
 
 
-@dataclass(frozen=True)
-class SymbolInfo:
-    """What the resolver needs to know about one indexed definition."""
+class _CitingFile:
+    """The file a use is in, with its imports read as path suffixes (worked out on first need)."""
 
-    id: str
-    file_path: str
-    language: str
-    kind: str
-    name: str
-    qualified_name: str
-    parent: str | None
-
-
-@dataclass(frozen=True)
-class ReferenceSite:
-    """One place a name is used, as the parser found it."""
-
-    name: str
-    kind: str  # call | new | type
-    qualifier: str | None
-    line: int
-    column: int
-    text: str
-    enclosing: str | None
-
-
-@dataclass(frozen=True)
-class FileReferences:
-    file_path: str
-    language: str
-    references: list[ReferenceSite]
-    imports: list[str]
-    imported_names: list[str]
+    def __init__(self, parse: FileParse) -> None:
+        self.file_path = parse.file_path
+        self.imports = parse.imports
 
     @cached_property
     def _import_suffixes(self) -> frozenset[tuple[str, ...]]:
@@ -100,27 +71,24 @@ class Use:
         return asdict(self)
 
 
-def family(language: str) -> str:
-    return LANGUAGE_FAMILY.get(language, language)
-
-
 def resolve_references(symbols: Iterable[SymbolInfo],
-                       files: Iterable[FileReferences]) -> dict[str, list[Use]]:
+                       files: Iterable[FileParse]) -> dict[str, list[Use]]:
     """Map each definition id to its uses, sorted by file, line and column."""
     symbols = list(symbols)
     by_name: dict[tuple[str, str], list[SymbolInfo]] = defaultdict(list)
     by_qualified: dict[tuple[str, str], SymbolInfo] = {}
     for symbol in symbols:
-        by_name[(family(symbol.language), symbol.name)].append(symbol)
+        by_name[(language_family(symbol.language), symbol.name)].append(symbol)
         by_qualified.setdefault((symbol.file_path, symbol.qualified_name), symbol)
 
     uses: dict[str, list[Use]] = defaultdict(list)
-    for file in files:
-        fam = family(file.language)
+    for parse in files:
+        fam = language_family(parse.language)
+        file = _CitingFile(parse)
         # Within a file a site resolves the same way whenever its name, kind, qualifier and
         # the caller's class are the same (think `self.get(...)` fifty times).
         resolved: dict[tuple, list[tuple[SymbolInfo, str, str]]] = {}
-        for site in file.references:
+        for site in parse.references:
             caller = by_qualified.get((file.file_path, site.enclosing or ""))
             key = (site.name, site.kind, site.qualifier, _class_of(caller))
             if key not in resolved:
@@ -133,7 +101,7 @@ def resolve_references(symbols: Iterable[SymbolInfo],
     return dict(uses)
 
 
-def _resolve_site(site: ReferenceSite, file: FileReferences, fam: str,
+def _resolve_site(site: Reference, file: _CitingFile, fam: str,
                   by_name: dict[tuple[str, str], list[SymbolInfo]],
                   caller: SymbolInfo | None) -> list[tuple[SymbolInfo, str, str]]:
     """The (definition, use kind, resolution) triples one reference site stands for."""
@@ -144,20 +112,20 @@ def _resolve_site(site: ReferenceSite, file: FileReferences, fam: str,
             # `Foo::new()` / `Foo.__init__()` instantiate Foo as well as calling the constructor.
             classes = [s for s in by_name.get((fam, site.qualifier), []) if s.kind in INSTANTIABLE_KINDS]
             found += _pick(classes, "new", site, file, caller)
-        methods = [s for s in candidates if s.kind in METHOD_KINDS]
+        methods = [s for s in candidates if s.kind in FUNCTION_KINDS]
         classes = [s for s in candidates if s.kind in INSTANTIABLE_KINDS and not site.qualifier]
         found += _pick(_narrow_call(methods, site, caller), "call", site, file, caller)
         found += _pick(classes, "new", site, file, caller)
     elif site.kind == "new":
-        classes = [s for s in candidates if s.kind not in METHOD_KINDS]
+        classes = [s for s in candidates if s.kind not in FUNCTION_KINDS]
         found += _pick(classes, "new", site, file, caller)
     else:
-        types = [s for s in candidates if s.kind not in METHOD_KINDS]
+        types = [s for s in candidates if s.kind not in FUNCTION_KINDS]
         found += _pick(types, "type", site, file, caller)
     return found
 
 
-def _narrow_call(methods: list[SymbolInfo], site: ReferenceSite,
+def _narrow_call(methods: list[SymbolInfo], site: Reference,
                  caller: SymbolInfo | None) -> list[SymbolInfo]:
     """Drop call candidates the call syntax rules out (a bare `f()` can't reach `Other.f`)."""
     if site.qualifier:
@@ -169,10 +137,10 @@ def _narrow_call(methods: list[SymbolInfo], site: ReferenceSite,
 def _class_of(symbol: SymbolInfo | None) -> str | None:
     if symbol is None:
         return None
-    return symbol.parent if symbol.kind in METHOD_KINDS else symbol.qualified_name
+    return symbol.parent if symbol.kind in FUNCTION_KINDS else symbol.qualified_name
 
 
-def _pick(candidates: list[SymbolInfo], kind: str, site: ReferenceSite, file: FileReferences,
+def _pick(candidates: list[SymbolInfo], kind: str, site: Reference, file: _CitingFile,
           caller: SymbolInfo | None) -> list[tuple[SymbolInfo, str, str]]:
     if not candidates:
         return []
@@ -180,7 +148,7 @@ def _pick(candidates: list[SymbolInfo], kind: str, site: ReferenceSite, file: Fi
     return [(symbol, kind, how) for symbol in chosen]
 
 
-def _disambiguate(candidates: list[SymbolInfo], site: ReferenceSite, file: FileReferences,
+def _disambiguate(candidates: list[SymbolInfo], site: Reference, file: _CitingFile,
                   caller: SymbolInfo | None) -> tuple[list[SymbolInfo], str]:
     qualifier = site.qualifier
     if qualifier in SELF_NAMES:
@@ -209,7 +177,7 @@ def _disambiguate(candidates: list[SymbolInfo], site: ReferenceSite, file: FileR
     return (candidates if len(candidates) <= MAX_AMBIGUOUS else []), "ambiguous"
 
 
-def _best_imported(candidates: list[SymbolInfo], file: FileReferences) -> list[SymbolInfo]:
+def _best_imported(candidates: list[SymbolInfo], file: _CitingFile) -> list[SymbolInfo]:
     """Candidates whose file the referencing file imports, best path match first."""
     scored = [(file.import_score(c.file_path), c) for c in candidates]
     best = max((score for score, _ in scored), default=0)

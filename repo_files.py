@@ -2,6 +2,9 @@
 
 One pass over the tree with `os.scandir`, pruning ignored and vendored directories
 without descending into them, so huge `node_modules` or build trees cost one stat.
+The walk itself reads no file: it finds candidates with their size and mtime, and
+`WalkReport.read` reads, sniffs and decodes one when the indexer needs its content
+(a file whose size and mtime match the manifest is never read).
 
 Decisions worth knowing:
 - `.gitignore` files are honoured at every level (patterns relative to their own
@@ -29,26 +32,8 @@ from pathlib import Path, PurePosixPath
 
 import pathspec
 
-from treesitter import language_for_path
+from languages import DOC_LANGUAGES, VENDORED_DIRS, VENDORED_MARKERS, language_for
 
-VENDORED_DIRS = frozenset(
-    {
-        ".git", ".hg", ".svn", "node_modules", "bower_components", "venv", ".venv",
-        "site-packages", "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
-        ".ruff_cache", ".idea", ".gradle", ".next", ".nuxt", "dist", "build", "target",
-        "vendor", "Pods", "third_party", ".eggs",
-    }
-)
-# A directory holding one of these files is a virtualenv whatever its name.
-VENDORED_MARKERS = ("pyvenv.cfg",)
-
-DOC_EXTENSIONS = {".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text"}
-DOC_LANGUAGES = frozenset(DOC_EXTENSIONS.values())
-# Extensionless project documents, matched case-insensitively.
-DOC_NAMES = frozenset(
-    {"readme", "changes", "changelog", "history", "news", "authors", "contributing",
-     "install", "license", "copying", "notice", "todo"}
-)
 BINARY_EXTENSIONS = frozenset(
     {
         ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tiff", ".psd",
@@ -71,26 +56,34 @@ class RepoPathError(ValueError):
 
 
 @dataclass(frozen=True)
-class SourceFile:
-    """One file that will be indexed."""
+class FoundFile:
+    """A file the walk found indexable by its name and metadata; its content is not read yet."""
 
-    path: str
+    path: str  # relative to the repo root, `/`-separated
     abs_path: Path
     language: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class SourceFile(FoundFile):
+    """A found file whose content was read and passed the content checks."""
+
     text: str
     sha256: str
-    size: int
     decoded_with_replacement: bool
 
 
 @dataclass
 class WalkReport:
-    """Indexed files plus an account of everything left out."""
+    """Files found indexable plus an account of everything left out (reads included)."""
 
-    files: list[SourceFile] = field(default_factory=list)
+    max_file_bytes: int = 1_000_000
+    files: list[FoundFile] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     skipped_examples: dict[str, list[str]] = field(default_factory=dict)
-    non_utf8: int = 0
+    non_utf8: int = 0  # of the files read so far
 
     def skip(self, reason: str, rel_path: str) -> None:
         """Count a skipped path and keep a few examples for the CLI summary."""
@@ -98,6 +91,19 @@ class WalkReport:
         examples = self.skipped_examples.setdefault(reason, [])
         if len(examples) < MAX_EXAMPLES:
             examples.append(rel_path)
+
+    def read(self, found: FoundFile) -> SourceFile | None:
+        """Read one found file; None (and the reason counted) when its content rules it out."""
+        source = read_source(found, self.max_file_bytes)
+        if isinstance(source, str):
+            self.skip(source, found.path)
+            return None
+        self.non_utf8 += source.decoded_with_replacement
+        return source
+
+    def read_all(self) -> list[SourceFile]:
+        """Every found file that passes the content checks, in path order."""
+        return [source for source in map(self.read, self.files) if source is not None]
 
 
 @dataclass(frozen=True)
@@ -111,17 +117,6 @@ class _IgnoreLayer:
 def hash_bytes(data: bytes) -> str:
     """Hex sha256 of raw file bytes: the content identity used for re-index checks."""
     return hashlib.sha256(data).hexdigest()
-
-
-def language_for(rel_path: str) -> str | None:
-    """Doc language for documents, else the tree-sitter language, else None."""
-    pure = PurePosixPath(rel_path)
-    suffix = pure.suffix.lower()
-    if suffix in DOC_EXTENSIONS:
-        return DOC_EXTENSIONS[suffix]
-    if not suffix and pure.name.lower() in DOC_NAMES:
-        return "text"
-    return language_for_path(rel_path)
 
 
 def _is_ignored(rel_path: str, is_dir: bool, layers: tuple[_IgnoreLayer, ...]) -> bool:
@@ -211,7 +206,7 @@ class _Walker:
         self.root = root
         self.root_str = str(root)
         self.max_file_bytes = max_file_bytes
-        self.report = WalkReport()
+        self.report = WalkReport(max_file_bytes)
 
     def run(self) -> WalkReport:
         stack: list[tuple[str, str, tuple[_IgnoreLayer, ...]]] = [(self.root_str, "", ())]
@@ -258,27 +253,23 @@ class _Walker:
     def _visit_file(
         self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...]
     ) -> None:
-        language = language_for(rel_path)
-        reason = self._file_skip_reason(entry, rel_path, language, layers)
-        if reason is None and language is not None:
-            reason = self._read_and_add(entry, rel_path, language)
-        if reason is not None:
-            self.report.skip(reason, rel_path)
+        found = self._check_file(entry, rel_path, layers)
+        if isinstance(found, str):
+            self.report.skip(found, rel_path)
+        else:
+            self.report.files.append(found)
 
-    def _file_skip_reason(
-        self,
-        entry: os.DirEntry[str],
-        rel_path: str,
-        language: str | None,
-        layers: tuple[_IgnoreLayer, ...],
-    ) -> str | None:
-        """Checks that need no file content, cheapest first."""
+    def _check_file(
+        self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...]
+    ) -> FoundFile | str:
+        """Checks that need no file content, cheapest first: the file, or why it is skipped."""
         if _is_ignored(rel_path, False, layers):
             return "ignored"
         if entry.is_symlink():
             return _symlink_reason(entry, self.root_str)
         if PurePosixPath(rel_path).suffix.lower() in BINARY_EXTENSIONS:
             return "binary"
+        language = language_for(rel_path)
         if language is None:
             return "unsupported"
         try:
@@ -289,39 +280,33 @@ class _Walker:
             return "unreadable"
         if info.st_size > self.max_file_bytes:
             return "too_large"
-        return None
+        return FoundFile(rel_path, Path(entry.path), language, info.st_size, info.st_mtime_ns)
 
-    def _read_and_add(self, entry: os.DirEntry[str], rel_path: str, language: str) -> str | None:
-        """Read, sniff and decode one file; return a skip reason or None when added."""
-        try:
-            with open(entry.path, "rb") as handle:
-                data = handle.read(self.max_file_bytes + 1)
-        except OSError:
-            return "unreadable"
-        if len(data) > self.max_file_bytes:
-            return "too_large"
-        if b"\x00" in data[:BINARY_SNIFF_BYTES]:
-            return "binary"
-        if language not in DOC_LANGUAGES and _looks_minified(rel_path, data):
-            return "minified"
-        text, replaced = _decode(data)
-        self.report.non_utf8 += replaced
-        self.report.files.append(
-            SourceFile(
-                path=rel_path,
-                abs_path=Path(entry.path),
-                language=language,
-                text=text,
-                sha256=hash_bytes(data),
-                size=len(data),
-                decoded_with_replacement=replaced,
-            )
-        )
-        return None
+
+def read_source(found: FoundFile, max_file_bytes: int) -> SourceFile | str:
+    """Read, sniff and decode one found file: the source, or the reason it is skipped."""
+    try:
+        with open(found.abs_path, "rb") as handle:
+            data = handle.read(max_file_bytes + 1)
+    except OSError:
+        return "unreadable"
+    if len(data) > max_file_bytes:
+        return "too_large"
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        return "binary"
+    if found.language not in DOC_LANGUAGES and _looks_minified(found.path, data):
+        return "minified"
+    text, replaced = _decode(data)
+    return SourceFile(path=found.path, abs_path=found.abs_path, language=found.language,
+                      size=len(data), mtime_ns=found.mtime_ns, text=text,
+                      sha256=hash_bytes(data), decoded_with_replacement=replaced)
 
 
 def walk_repo(root: Path, max_file_bytes: int = 1_000_000) -> WalkReport:
-    """Every indexable file under `root`, sorted by path, and why the rest was skipped."""
+    """Every file under `root` that may be indexed, sorted by path, and why the rest was skipped.
+
+    Content checks (binary, minified, decoding) happen when a file is read: `WalkReport.read`.
+    """
     root = Path(root).expanduser()
     if not root.exists():
         raise RepoPathError(f"Repository path does not exist: {root}")

@@ -4,7 +4,8 @@ Each language's `queries/<lang>.scm` uses the same capture vocabulary (aider rep
 `@definition.<kind>` + `@name.definition.<kind>` (+ optional `@scope.definition.<kind>` for an
 owner that is not an enclosing node), `@name.reference.<call|new|type>` (+ optional
 `@qualifier.reference.<kind>`), `@module.import` and `@name.import`. Captures starting with `_`
-are helpers for predicates. Everything language-specific beyond the queries lives in `LANGUAGES`.
+are helpers for predicates. Everything language-specific beyond the queries is data in
+`languages.LANGUAGES`.
 
 Qualified names join enclosing definitions with "."; C++ namespaces and Rust modules are not
 definitions, so they never appear in qualified names. Qualifiers normalise `::` and `->` to ".".
@@ -15,28 +16,19 @@ from __future__ import annotations
 import inspect
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path, PurePath
 from types import MappingProxyType
 
-import tree_sitter_c
-import tree_sitter_cpp
-import tree_sitter_go
-import tree_sitter_java
-import tree_sitter_javascript
-import tree_sitter_python
-import tree_sitter_rust
-import tree_sitter_typescript
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
+
+from languages import CLASS_KINDS, FUNCTION_KINDS, LANGUAGES, LanguageSpec
+from records import Reference
 
 QUERIES_DIR = Path(__file__).resolve().parent / "queries"
 
-CLASS_KINDS = frozenset(
-    {"class", "interface", "enum", "record", "struct", "union", "trait", "impl"}
-)
-FUNCTION_KINDS = frozenset({"function", "method", "constructor"})
 REFERENCE_KINDS = ("new", "call", "type")  # precedence when one node is captured several ways
 
 _MAX_LINE_TEXT = 200
@@ -50,134 +42,6 @@ _BLOCK_COMMENT_CLOSE_RE = re.compile(r"\*+/$")
 _BLOCK_COMMENT_STAR_RE = re.compile(r"^\s*\*(?!/) ?")
 _LINE_COMMENT_RE = re.compile(r"^\s*(?://+!?|#+) ?")
 _IMPORT_QUOTES = "\"'<>`"
-
-
-@dataclass(frozen=True)
-class GrammarVariant:
-    """A grammar plus the query files to use with it (TSX differs from TS by file extension)."""
-
-    grammar: Callable[[], object]
-    queries: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class LanguageSpec:
-    """What the generic walker needs to know about one language; data, not code paths."""
-
-    name: str
-    extensions: tuple[str, ...]
-    grammar: Callable[[], object]
-    queries: tuple[str, ...]
-    body_types: frozenset[str]
-    comment_types: frozenset[str] = frozenset({"comment"})
-    # Wrapper node type -> whether its text belongs to the signature (`export`, `type`, templates
-    # do; Python decorators don't). A wrapper extends the definition's range when it holds only it.
-    wrappers: Mapping[str, bool] = field(default_factory=dict)
-    # Preceding sibling node types that belong to the next definition (Rust `#[derive(..)]`).
-    prefix_types: frozenset[str] = frozenset()
-    # Annotation/decorator nodes inside a definition: part of its code, not of its signature.
-    decorator_types: frozenset[str] = frozenset()
-    constructor_names: frozenset[str] = frozenset()
-    constructor_is_class_name: bool = False
-    doc_style: str = "comments"  # "docstring" (first string statement) or "comments" (preceding)
-    # Comments documenting the enclosing item rather than the next one (Rust `//!`).
-    inner_doc_prefixes: tuple[str, ...] = ()
-    variants: Mapping[str, GrammarVariant] = field(default_factory=dict)  # by file extension
-
-
-_C_BODY_TYPES = frozenset({"compound_statement", "field_declaration_list", "enumerator_list"})
-
-LANGUAGES: dict[str, LanguageSpec] = {
-    spec.name: spec
-    for spec in (
-        LanguageSpec(
-            name="python",
-            extensions=(".py",),
-            grammar=tree_sitter_python.language,
-            queries=("python.scm",),
-            body_types=frozenset({"block"}),
-            wrappers=MappingProxyType({"decorated_definition": False}),
-            constructor_names=frozenset({"__init__"}),
-            doc_style="docstring",
-        ),
-        LanguageSpec(
-            name="java",
-            extensions=(".java",),
-            grammar=tree_sitter_java.language,
-            queries=("java.scm",),
-            body_types=frozenset(
-                {"block", "class_body", "interface_body", "enum_body", "constructor_body",
-                 "annotation_type_body"}
-            ),
-            comment_types=frozenset({"block_comment", "line_comment"}),
-            decorator_types=frozenset({"marker_annotation", "annotation"}),
-        ),
-        LanguageSpec(
-            name="javascript",
-            extensions=(".js", ".jsx", ".mjs", ".cjs"),
-            grammar=tree_sitter_javascript.language,
-            queries=("ecmascript.scm", "javascript.scm", "jsx.scm"),
-            body_types=frozenset({"statement_block", "class_body"}),
-            wrappers=MappingProxyType({"export_statement": True}),
-            prefix_types=frozenset({"decorator"}),
-            decorator_types=frozenset({"decorator"}),
-            constructor_names=frozenset({"constructor"}),
-        ),
-        LanguageSpec(
-            name="typescript",
-            extensions=(".ts", ".tsx", ".mts", ".cts"),
-            grammar=tree_sitter_typescript.language_typescript,
-            queries=("ecmascript.scm", "typescript.scm"),
-            body_types=frozenset({"statement_block", "class_body", "interface_body", "enum_body"}),
-            wrappers=MappingProxyType({"export_statement": True}),
-            prefix_types=frozenset({"decorator"}),
-            decorator_types=frozenset({"decorator"}),
-            constructor_names=frozenset({"constructor"}),
-            variants=MappingProxyType(
-                {".tsx": GrammarVariant(tree_sitter_typescript.language_tsx,
-                                        ("ecmascript.scm", "typescript.scm", "jsx.scm"))}
-            ),
-        ),
-        LanguageSpec(
-            name="rust",
-            extensions=(".rs",),
-            grammar=tree_sitter_rust.language,
-            queries=("rust.scm",),
-            body_types=frozenset(
-                {"block", "field_declaration_list", "declaration_list", "enum_variant_list"}
-            ),
-            comment_types=frozenset({"line_comment", "block_comment"}),
-            prefix_types=frozenset({"attribute_item"}),
-            inner_doc_prefixes=("//!", "/*!"),
-        ),
-        LanguageSpec(
-            name="go",
-            extensions=(".go",),
-            grammar=tree_sitter_go.language,
-            queries=("go.scm",),
-            body_types=frozenset({"block", "field_declaration_list"}),
-            wrappers=MappingProxyType({"type_declaration": True}),
-        ),
-        LanguageSpec(
-            name="c",
-            extensions=(".c", ".h"),
-            grammar=tree_sitter_c.language,
-            queries=("c_family.scm", "c.scm"),
-            body_types=_C_BODY_TYPES,
-        ),
-        LanguageSpec(
-            name="cpp",
-            extensions=(".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"),
-            grammar=tree_sitter_cpp.language,
-            queries=("c_family.scm", "cpp.scm"),
-            body_types=_C_BODY_TYPES,
-            wrappers=MappingProxyType({"template_declaration": True}),
-            constructor_is_class_name=True,
-        ),
-    )
-}
-
-_EXTENSION_TO_LANGUAGE = {ext: spec.name for spec in LANGUAGES.values() for ext in spec.extensions}
 
 
 @dataclass
@@ -197,19 +61,6 @@ class Definition:
 
 
 @dataclass
-class Reference:
-    """A use of a name: a call, an instantiation or a type use."""
-
-    name: str
-    kind: str
-    qualifier: str | None
-    line: int
-    column: int
-    text: str
-    enclosing: str | None
-
-
-@dataclass
 class ParsedFile:
     """Everything extracted from one source file."""
 
@@ -219,11 +70,6 @@ class ParsedFile:
     imports: list[str]
     imported_names: list[str]
     has_errors: bool
-
-
-def language_for_path(path: str) -> str | None:
-    """Language name for a file path, by extension; None for files we don't parse."""
-    return _EXTENSION_TO_LANGUAGE.get(PurePath(path).suffix.lower())
 
 
 def parse_source(source: str, language: str, path: str = "") -> ParsedFile:

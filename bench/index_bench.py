@@ -26,6 +26,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import preprocessing  # noqa: E402
 from config import Settings  # noqa: E402
+from records import RepoStats  # noqa: E402
 
 CACHE = ROOT / "bench" / ".cache"
 
@@ -53,20 +54,18 @@ def bench_parse(root: Path, repeat: int = 3) -> dict:
 
 
 def _parse_once(root: Path) -> dict:
-    from references import FileReferences, ReferenceSite, SymbolInfo, resolve_references
+    from languages import DOC_LANGUAGES
+    from references import resolve_references
     from repo_files import walk_repo
 
-    walked = walk_repo(root)
-    code = [f for f in walked.files if f.language not in preprocessing.DOC_LANGUAGES]
+    code = [f for f in walk_repo(root).read_all() if f.language not in DOC_LANGUAGES]
     size = sum(f.size for f in code)
     start = time.perf_counter()
     symbols, files = [], []
     for f in code:
-        rows, _ = preprocessing.file_rows("bench", f)
-        parsed = json.loads(rows.manifest["parsed"])
-        symbols += [SymbolInfo(s[0], f.path, f.language, s[1], s[2], s[3], s[4]) for s in parsed["symbols"]]
-        files.append(FileReferences(f.path, f.language, [ReferenceSite(*r) for r in parsed["references"]],
-                                    parsed["imports"], parsed["imported_names"]))
+        parse = preprocessing.file_rows("bench", f, mtime_ns=0).manifest.parse  # as the indexer stores it
+        symbols += parse.symbols
+        files.append(parse)
     parse_s = time.perf_counter() - start
     start = time.perf_counter()
     uses = resolve_references(symbols, files)
@@ -82,13 +81,14 @@ def bench_embedding(root: Path, sample: int) -> dict:
     """Indexer embedding path vs raw SentenceTransformer.encode on the same texts."""
     import create_tables
     from embeddings import LocalEmbedder
+    from languages import DOC_LANGUAGES
     from repo_files import walk_repo
 
     rows = []
-    for f in walk_repo(root).files:
-        if f.language in preprocessing.DOC_LANGUAGES:
+    for f in walk_repo(root).read_all():
+        if f.language in DOC_LANGUAGES:
             continue
-        prepared, _ = preprocessing.file_rows("bench", f)
+        prepared = preprocessing.file_rows("bench", f, mtime_ns=0)
         rows += prepared.methods + prepared.classes
         if len(rows) >= sample:
             break
@@ -111,7 +111,7 @@ def bench_embedding(root: Path, sample: int) -> dict:
             "ratio": round(raw_s / ours_s, 3)}
 
 
-def run_index(root: Path, data_dir: Path) -> tuple[float, dict]:
+def run_index(root: Path, data_dir: Path) -> tuple[float, RepoStats]:
     env = {**os.environ, "CODEQA_DATA_DIR": str(data_dir)}
     start = time.perf_counter()
     subprocess.run([sys.executable, str(ROOT / "preprocessing.py"), "index", str(root), "--name", "bench",
@@ -143,12 +143,12 @@ def bench_full_and_reindex(root: Path) -> dict:
             inproc_s = time.perf_counter() - start
         finally:
             target.write_text(original)
-        return {"full_index_s": round(full_s, 1), "symbols": stats["methods"] + stats["classes"],
-                "docs": stats["docs"], "timings": stats["timings"],
+        return {"full_index_s": round(full_s, 1), "symbols": stats.methods + stats.classes,
+                "docs": stats.docs, "timings": stats.timings,
                 "peak_rss_mb": round(peak_rss_mb), "index_mb": round(dir_size(data_dir) / 1e6, 1),
                 "reindex_one_file_cli_s": round(reindex_s, 2),
                 "reindex_one_file_in_process_s": round(inproc_s, 2),
-                "reindex_timings": restats["timings"], "changed_file": str(target.relative_to(root))}
+                "reindex_timings": restats.timings, "changed_file": str(target.relative_to(root))}
 
 
 def main() -> None:

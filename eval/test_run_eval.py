@@ -6,6 +6,8 @@ import pytest
 
 from run_eval import Question, load_questions, score, section_name, validate
 
+pytestmark = pytest.mark.unit
+
 APP = "src/flask/app.py"
 DOC = "docs/config.rst"
 INDEX = {(APP, "Flask.make_response"), (APP, "Flask.run"), ("tests/test_basic.py", "test_run"),

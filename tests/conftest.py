@@ -1,4 +1,8 @@
-"""Shared fixtures: isolated data directories and an index of the sample repo built once."""
+"""Shared fixtures: isolated data directories and an index of the sample repo built once.
+
+Tests come in two tiers, marked `unit` (pure logic, seconds: `make test-fast`) and
+`integration` (real components); every test must carry exactly one of the two.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +25,17 @@ from config import Settings  # noqa: E402
 import llm  # noqa: E402
 
 SAMPLE_REPO = ROOT / "tests" / "fixtures" / "sample_repo"
+
+
+TIERS = ("unit", "integration")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Refuse a test without a tier, so `make test-fast` can't silently grow slow or lose tests."""
+    for item in items:
+        tiers = {mark.name for mark in item.iter_markers() if mark.name in TIERS}
+        if len(tiers) != 1:
+            raise pytest.UsageError(f"{item.nodeid} must be marked with exactly one of {TIERS}, not {sorted(tiers)}")
 
 
 def settings_for(data_dir: Path, **overrides) -> Settings:

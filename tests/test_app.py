@@ -7,10 +7,11 @@ import json
 import pytest
 import redis
 
-from answer import history_window
 from app import MAX_MESSAGE_CHARS, close_app, create_app
 from chat_store import ChatStore
 from conftest import http_server
+
+pytestmark = pytest.mark.integration
 
 
 def make_app(indexed_sample, llm_url: str, redis_url: str = "", **flask_config):
@@ -153,13 +154,6 @@ def test_history_is_bounded_and_expires(indexed_sample, llm_proxy, redis_server)
     assert 0 < r.ttl("codeqa:u1:sample:history") <= 120
 
 
-def test_history_window_fits_the_budget():
-    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": "x" * 300} for i in range(10)]
-    window = history_window(history, 350)
-    assert len(window) == 3 and window == [{"role": m["role"], "content": m["content"]} for m in history[-3:]]
-    assert history_window(history, 10) == []
-
-
 def test_users_are_isolated(app):
     alice, bob = app.test_client(), app.test_client()
     chat(alice, "@codebase cart total")
@@ -249,3 +243,4 @@ def test_search_api_has_the_cli_shape(client):
     data = client.post("/api/search", json={"repo": "sample", "query": "format a price", "k": 3}).get_json()
     assert {"id", "query", "expanded_query", "timings_ms", "rerank", "results"} <= set(data)
     assert len(data["results"]) == 3 and data["rerank"]["used"] is False
+

@@ -27,7 +27,8 @@ XSS_CODE = '''def render_banner(name):
 XSS_ANSWER = ('Here: <img src=x onerror="window.__xss=4"> <script>window.__xss=5</script> '
               '[click](javascript:window.__xss=6) see `web/banner.py:1`.')
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (make browser)")
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (make browser)")]
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from doc_sections import DocSection, split_sections
+
+pytestmark = pytest.mark.unit
 
 MARKDOWN = """\
 Intro paragraph before any heading.

@@ -16,6 +16,8 @@ import create_tables
 from conftest import ROOT
 from preprocessing import index_repo
 
+pytestmark = pytest.mark.integration
+
 COMPARED = ("id", "file_path", "kind", "qualified_name", "start_line", "end_line", "signature",
             "doc", "code", "parent", "file_hash", "reference_count", "references")
 
@@ -101,6 +103,27 @@ def test_incremental_equals_clean_index(settings, sample_copy, tmp_path):
     cart = [r for r in snapshot(settings, "s")["classes"].values()
             if r["file_path"] == "shop/models.py" and r["qualified_name"] == "Cart"][0]
     assert any(u["caller"] == "empty_cart" for u in cart["references"])
+
+
+def test_files_are_read_only_when_size_or_mtime_changed(settings, sample_copy):
+    first = index_repo(sample_copy, settings, name="s", progress=False)
+    files = sum(first.files_by_language.values())
+    models = sample_copy / "shop" / "models.py"
+    before = models.stat()
+    models.write_text(models.read_text().replace("Cart", "Cbrt"))  # same size...
+    os.utime(models, ns=(before.st_atime_ns, before.st_mtime_ns))  # ...and mtime: not read
+    second = index_repo(sample_copy, settings, name="s", progress=False)
+    assert (second.changed, second.unchanged) == (0, files)
+    assert any(r["qualified_name"] == "Cart" for r in snapshot(settings, "s")["classes"].values())
+
+    # A manifest without mtimes (written before they were kept) makes every file hashed once.
+    db = create_tables.connect(settings)
+    db.open_table(f"{create_tables.get_repo(db, 's').prefix}__files").update(values={"mtime_ns": 0})
+    third = index_repo(sample_copy, settings, name="s", progress=False)
+    assert (third.changed, third.unchanged) == (1, files - 1)
+    assert any(r["qualified_name"] == "Cbrt" for r in snapshot(settings, "s")["classes"].values())
+    manifest = create_tables.RepoTables(db, create_tables.get_repo(db, "s")).manifest()
+    assert all(entry.mtime_ns for path, entry in manifest.items() if path != "shop/models.py")
 
 
 def make_big_repo(root: Path, files: int = 120) -> None:

@@ -9,6 +9,8 @@ import create_tables
 from conftest import SAMPLE_REPO
 from preprocessing import index_repo, resolve_repo_name
 
+pytestmark = pytest.mark.integration
+
 
 def table_rows(settings, repo: str, kind: str) -> list[dict]:
     db = create_tables.connect(settings)

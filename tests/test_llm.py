@@ -49,17 +49,20 @@ def closed_port() -> int:
 # --- embedded model -----------------------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_complete_returns_text(embedded_client: llm.LLMClient) -> None:
     answer = embedded_client.complete("chat", PROMPT, max_tokens=16)
     assert answer.strip()
 
 
+@pytest.mark.integration
 def test_stream_yields_several_deltas(embedded_client: llm.LLMClient) -> None:
     deltas = list(embedded_client.stream("hyde", PROMPT, max_tokens=16))
     assert len(deltas) > 1
     assert "".join(deltas).strip()
 
 
+@pytest.mark.integration
 def test_status_reports_running_embedded_model(
     embedded_client: llm.LLMClient, embedded_server: llm.LocalLLMServer
 ) -> None:
@@ -69,12 +72,14 @@ def test_status_reports_running_embedded_model(
     assert status.models == {"hyde": llm.EMBEDDED_MODEL_NAME, "chat": llm.EMBEDDED_MODEL_NAME}
 
 
+@pytest.mark.integration
 def test_assembled_model_matches_pinned_checksum(llm_data_dir: Path) -> None:
     model = llm_data_dir / "models" / llm.MODEL_FILE_NAME
     llm.verify_file(model, llm.MODEL_SIZE, llm.MODEL_SHA256)
     assert [p.name for p in model.parent.iterdir()] == [llm.MODEL_FILE_NAME]
 
 
+@pytest.mark.integration
 def test_second_server_adopts_running_one_and_leaves_it_running(
     embedded_settings: Settings, embedded_server: llm.LocalLLMServer
 ) -> None:
@@ -95,6 +100,7 @@ def llama_servers_under(data_dir: Path) -> list[psutil.Process]:
     ]
 
 
+@pytest.mark.integration
 def test_concurrent_first_calls_start_one_server_and_close_stops_it(
     tmp_path: Path, llm_data_dir: Path
 ) -> None:
@@ -135,6 +141,7 @@ def write_parts(tmp_path: Path) -> tuple[list[Path], bytes]:
     return parts, b"".join(chunks)
 
 
+@pytest.mark.unit
 def test_assemble_writes_verified_file(tmp_path: Path) -> None:
     parts, whole = write_parts(tmp_path)
     target = tmp_path / "models" / "model.gguf"
@@ -143,6 +150,7 @@ def test_assemble_writes_verified_file(tmp_path: Path) -> None:
     assert [p.name for p in target.parent.iterdir()] == ["model.gguf"]
 
 
+@pytest.mark.unit
 def test_assemble_rejects_wrong_checksum_and_leaves_nothing(tmp_path: Path) -> None:
     parts, whole = write_parts(tmp_path)
     target = tmp_path / "models" / "model.gguf"
@@ -151,6 +159,7 @@ def test_assemble_rejects_wrong_checksum_and_leaves_nothing(tmp_path: Path) -> N
     assert list(target.parent.iterdir()) == []
 
 
+@pytest.mark.unit
 def test_verify_rejects_wrong_size(tmp_path: Path) -> None:
     path = tmp_path / "model.gguf"
     path.write_bytes(b"truncated")
@@ -158,6 +167,7 @@ def test_verify_rejects_wrong_size(tmp_path: Path) -> None:
         llm.verify_file(path, 100, hashlib.sha256(b"truncated").hexdigest())
 
 
+@pytest.mark.unit
 def test_model_parts_are_found_in_installed_packages() -> None:
     parts = llm.model_part_paths()
     assert len(parts) == 6
@@ -167,6 +177,7 @@ def test_model_parts_are_found_in_installed_packages() -> None:
 # --- failures from remote endpoints ---------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_unreachable_endpoint_is_reported_after_retries() -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
     client = llm.LLMClient(remote_settings(url), retries=2, backoff=0.01)
@@ -177,6 +188,7 @@ def test_unreachable_endpoint_is_reported_after_retries() -> None:
     assert "\n" not in message
 
 
+@pytest.mark.unit
 def test_server_errors_are_retried_a_bounded_number_of_times() -> None:
     with http_server(reply_json(503, {"error": {"message": "overloaded"}})) as (url, seen):
         client = llm.LLMClient(remote_settings(url), retries=2, backoff=0.01)
@@ -185,6 +197,7 @@ def test_server_errors_are_retried_a_bounded_number_of_times() -> None:
     assert len(seen) == 3
 
 
+@pytest.mark.unit
 def test_client_errors_are_not_retried() -> None:
     with http_server(reply_json(401, {"error": {"message": "bad key"}})) as (url, seen):
         client = llm.LLMClient(remote_settings(url), retries=2, backoff=0.01)
@@ -193,6 +206,7 @@ def test_client_errors_are_not_retried() -> None:
     assert len(seen) == 1
 
 
+@pytest.mark.unit
 def test_silent_endpoint_times_out() -> None:
     release = threading.Event()
     with http_server(lambda request: release.wait(10)) as (url, seen):
@@ -221,6 +235,7 @@ def sse_then_drop(request: BaseHTTPRequestHandler) -> None:
     request.close_connection = True
 
 
+@pytest.mark.unit
 def test_stream_dropped_midway_keeps_partial_text_and_raises() -> None:
     with http_server(sse_then_drop) as (url, _):
         client = llm.LLMClient(remote_settings(url), retries=0)
@@ -231,6 +246,7 @@ def test_stream_dropped_midway_keeps_partial_text_and_raises() -> None:
     assert received == ["partial"]
 
 
+@pytest.mark.unit
 def test_no_llm_configured() -> None:
     client = llm.LLMClient(Settings(llm_base_url="", local_llm=False))
     with pytest.raises(llm.LLMUnavailable, match="CODEQA_LLM_BASE_URL"):
@@ -242,6 +258,7 @@ def test_no_llm_configured() -> None:
 # --- model names -----------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_roles_fall_back_to_the_other_model() -> None:
     only_chat = llm.LLMClient(remote_settings("http://127.0.0.1:1/v1", chat_model="big"))
     only_hyde = llm.LLMClient(remote_settings("http://127.0.0.1:1/v1", chat_model="", hyde_model="small"))
@@ -251,6 +268,7 @@ def test_roles_fall_back_to_the_other_model() -> None:
         only_chat.model_for("summarise")
 
 
+@pytest.mark.unit
 def test_model_is_discovered_when_none_is_configured() -> None:
     listing = {"object": "list", "data": [{"id": "served-model", "object": "model", "created": 0, "owned_by": "x"}]}
     with http_server(reply_json(200, listing)) as (url, _):

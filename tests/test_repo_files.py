@@ -10,6 +10,8 @@ import pytest
 
 from repo_files import RepoPathError, hash_bytes, walk_repo
 
+pytestmark = pytest.mark.unit
+
 
 def _write(root: Path, rel: str, content: str | bytes = "x = 1\n") -> Path:
     path = root / rel
@@ -33,7 +35,7 @@ def test_indexes_code_and_docs_with_relative_posix_paths(tmp_path: Path) -> None
     _write(tmp_path, "notes.unknownext", "???")
     report = walk_repo(tmp_path)
     assert [s.path for s in report.files] == ["CHANGES", "README.md", "docs/guide.rst", "src/pkg/mod.py"]
-    by_path = {s.path: s for s in report.files}
+    by_path = {s.path: s for s in report.read_all()}
     assert by_path["README.md"].language == "markdown"
     assert by_path["docs/guide.rst"].language == "rst"
     assert by_path["CHANGES"].language == "text"
@@ -43,6 +45,7 @@ def test_indexes_code_and_docs_with_relative_posix_paths(tmp_path: Path) -> None
     assert module.abs_path == (tmp_path / "src/pkg/mod.py").resolve()
     assert module.sha256 == hashlib.sha256(raw).hexdigest() == hash_bytes(raw)
     assert module.size == len(raw)
+    assert module.mtime_ns == (tmp_path / "src/pkg/mod.py").stat().st_mtime_ns
     assert module.text == raw.decode()
     assert not module.decoded_with_replacement
     assert report.skipped["unsupported"] == 1
@@ -94,7 +97,8 @@ def test_binary_large_and_minified_files(tmp_path: Path) -> None:
     _write(tmp_path, "table.py", "T = '" + "ab" * 3000 + "'\n" + "def f():\n    return 1\n" * 400)
     _write(tmp_path, "long_prose.md", ("word " * 200 + "\n\n") * 10)
     report = walk_repo(tmp_path)
-    assert [s.path for s in report.files] == ["long_prose.md", "ok.js", "table.py"]
+    assert report.skipped["binary"] == 1  # logo.png, by name: no content is read during the walk
+    assert [s.path for s in report.read_all()] == ["long_prose.md", "ok.js", "table.py"]
     assert report.skipped["binary"] == 2
     assert report.skipped["too_large"] == 1
     assert report.skipped_examples["minified"] == ["app.min.js", "bundle.js"]
@@ -110,7 +114,7 @@ def test_latin1_is_indexed_with_replacement_and_bom_is_stripped(tmp_path: Path) 
     _write(tmp_path, "latin.py", "# caf\u00e9\nx = 1\n".encode("latin-1"))
     _write(tmp_path, "bom.py", b"\xef\xbb\xbfy = 2\n")
     report = walk_repo(tmp_path)
-    by_path = {s.path: s for s in report.files}
+    by_path = {s.path: s for s in report.read_all()}
     assert by_path["latin.py"].text == "# caf\ufffd\nx = 1\n"
     assert by_path["latin.py"].decoded_with_replacement
     assert by_path["bom.py"].text == "y = 2\n"
@@ -153,9 +157,10 @@ def test_permission_denied_is_unreadable(tmp_path: Path) -> None:
     locked.chmod(0)
     try:
         report = walk_repo(tmp_path)
+        sources = report.read_all()
     finally:
         locked.chmod(0o644)
-    assert report.files == []
+    assert sources == []
     assert report.skipped_examples["unreadable"] == ["locked.py"]
 
 

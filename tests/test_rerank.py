@@ -20,6 +20,8 @@ from rerank import (
     get_reranker,
 )
 
+pytestmark = pytest.mark.integration
+
 QUERY = "how are merge handlers registered"
 DOCS = [
     "def register_merge_handler(name, handler):\n    HANDLERS[name] = handler\n",

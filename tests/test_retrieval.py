@@ -16,6 +16,8 @@ from conftest import ROOT, http_server
 from context import build_context, estimate_tokens
 from retrieval import MAX_QUERY_CHARS, QueryError, Retriever, SearchOptions, parse_query
 
+pytestmark = pytest.mark.integration
+
 RESULT_KEYS = {"kind", "name", "qualified_name", "file_path", "start_line", "end_line", "language",
                "score", "references"}
 

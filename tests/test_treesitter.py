@@ -7,20 +7,16 @@ from pathlib import Path
 import pytest
 from tree_sitter import Language, Query
 
-from treesitter import (
-    LANGUAGES,
-    Definition,
-    ParsedFile,
-    language_for_path,
-    parse_source,
-    query_source,
-)
+from languages import LANGUAGES, code_language
+from treesitter import Definition, ParsedFile, parse_source, query_source
+
+pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).parent / "fixtures" / "sample_repo"
 
 
 def parse(relpath: str) -> ParsedFile:
-    language = language_for_path(relpath)
+    language = code_language(relpath)
     assert language is not None, relpath
     return parse_source((REPO / relpath).read_text(encoding="utf-8"), language, relpath)
 
@@ -67,8 +63,8 @@ def test_every_query_compiles_against_its_grammar(language: str, variant: str) -
         ("x.hxx", "cpp"), ("README.md", None), ("Makefile", None), ("x.pyc", None),
     ],
 )
-def test_language_for_path(path: str, language: str | None) -> None:
-    assert language_for_path(path) == language
+def test_code_language(path: str, language: str | None) -> None:
+    assert code_language(path) == language
 
 
 def test_unknown_language_is_rejected() -> None:

@@ -1,0 +1,302 @@
+"""The language table: everything CodeQA knows about languages and file types, kept as data.
+
+Adding a language is one `queries/<lang>.scm` file plus one `LanguageSpec` entry in `LANGUAGES`;
+the walker's extensions, the parser's grammar and conventions, reference resolution's families
+and constructor calls, and search's file mentions all derive from this module. Doc formats
+(Markdown, reStructuredText, plain text) and the rules that give a file its role (source, test,
+example, ...) live here too, so "what kind of file is this" has one answer everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from pathlib import PurePosixPath
+from types import MappingProxyType
+
+import tree_sitter_c
+import tree_sitter_cpp
+import tree_sitter_go
+import tree_sitter_java
+import tree_sitter_javascript
+import tree_sitter_python
+import tree_sitter_rust
+import tree_sitter_typescript
+
+# --- Kinds of definitions ------------------------------------------------------------------------
+
+# Function-like kinds: rows of the methods table; everything else goes to the classes table.
+FUNCTION_KINDS = frozenset({"function", "method", "constructor"})
+# Class-like kinds: they own methods and collect their signatures.
+CLASS_KINDS = frozenset({"class", "interface", "enum", "record", "struct", "union", "trait", "impl"})
+# Class-like kinds whose name can be instantiated (`Foo()`, `new Foo()`, `Foo{}`).
+INSTANTIABLE_KINDS = frozenset({"class", "struct", "record", "enum", "union"})
+DOC_KIND = "doc"  # a docs section, stored in the classes table
+
+
+# --- Source languages: grammar, queries and conventions ------------------------------------------
+
+@dataclass(frozen=True)
+class GrammarVariant:
+    """A grammar plus the query files to use with it (TSX differs from TS by file extension)."""
+
+    grammar: Callable[[], object]
+    queries: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LanguageSpec:
+    """What the generic walker needs to know about one language; data, not code paths."""
+
+    name: str
+    extensions: tuple[str, ...]
+    grammar: Callable[[], object]
+    queries: tuple[str, ...]
+    body_types: frozenset[str]
+    # Languages whose code calls each other's definitions directly resolve references together
+    # (TypeScript with JavaScript, C++ with C); "" means the language is its own family.
+    family: str = ""
+    comment_types: frozenset[str] = frozenset({"comment"})
+    # Wrapper node type -> whether its text belongs to the signature (`export`, `type`, templates
+    # do; Python decorators don't). A wrapper extends the definition's range when it holds only it.
+    wrappers: Mapping[str, bool] = field(default_factory=dict)
+    # Preceding sibling node types that belong to the next definition (Rust `#[derive(..)]`).
+    prefix_types: frozenset[str] = frozenset()
+    # Annotation/decorator nodes inside a definition: part of its code, not of its signature.
+    decorator_types: frozenset[str] = frozenset()
+    # A function with one of these names inside a class-like is its constructor.
+    constructor_names: frozenset[str] = frozenset()
+    constructor_is_class_name: bool = False  # C++: `Foo::Foo()`
+    # Calls `Type.name()` / `Type::name()` that create a Type besides the constructor itself
+    # (Rust's `Foo::new()`); reference resolution counts them as instantiations.
+    factory_names: frozenset[str] = frozenset()
+    doc_style: str = "comments"  # "docstring" (first string statement) or "comments" (preceding)
+    # Comments documenting the enclosing item rather than the next one (Rust `//!`).
+    inner_doc_prefixes: tuple[str, ...] = ()
+    variants: Mapping[str, GrammarVariant] = field(default_factory=dict)  # by file extension
+
+
+_C_BODY_TYPES = frozenset({"compound_statement", "field_declaration_list", "enumerator_list"})
+
+LANGUAGES: dict[str, LanguageSpec] = {
+    spec.name: spec
+    for spec in (
+        LanguageSpec(
+            name="python",
+            extensions=(".py",),
+            grammar=tree_sitter_python.language,
+            queries=("python.scm",),
+            body_types=frozenset({"block"}),
+            wrappers=MappingProxyType({"decorated_definition": False}),
+            constructor_names=frozenset({"__init__"}),
+            doc_style="docstring",
+        ),
+        LanguageSpec(
+            name="java",
+            extensions=(".java",),
+            grammar=tree_sitter_java.language,
+            queries=("java.scm",),
+            body_types=frozenset(
+                {"block", "class_body", "interface_body", "enum_body", "constructor_body",
+                 "annotation_type_body"}
+            ),
+            comment_types=frozenset({"block_comment", "line_comment"}),
+            decorator_types=frozenset({"marker_annotation", "annotation"}),
+        ),
+        LanguageSpec(
+            name="javascript",
+            extensions=(".js", ".jsx", ".mjs", ".cjs"),
+            grammar=tree_sitter_javascript.language,
+            queries=("ecmascript.scm", "javascript.scm", "jsx.scm"),
+            body_types=frozenset({"statement_block", "class_body"}),
+            wrappers=MappingProxyType({"export_statement": True}),
+            prefix_types=frozenset({"decorator"}),
+            decorator_types=frozenset({"decorator"}),
+            constructor_names=frozenset({"constructor"}),
+        ),
+        LanguageSpec(
+            name="typescript",
+            extensions=(".ts", ".tsx", ".mts", ".cts"),
+            grammar=tree_sitter_typescript.language_typescript,
+            queries=("ecmascript.scm", "typescript.scm"),
+            body_types=frozenset({"statement_block", "class_body", "interface_body", "enum_body"}),
+            family="javascript",
+            wrappers=MappingProxyType({"export_statement": True}),
+            prefix_types=frozenset({"decorator"}),
+            decorator_types=frozenset({"decorator"}),
+            constructor_names=frozenset({"constructor"}),
+            variants=MappingProxyType(
+                {".tsx": GrammarVariant(tree_sitter_typescript.language_tsx,
+                                        ("ecmascript.scm", "typescript.scm", "jsx.scm"))}
+            ),
+        ),
+        LanguageSpec(
+            name="rust",
+            extensions=(".rs",),
+            grammar=tree_sitter_rust.language,
+            queries=("rust.scm",),
+            body_types=frozenset(
+                {"block", "field_declaration_list", "declaration_list", "enum_variant_list"}
+            ),
+            comment_types=frozenset({"line_comment", "block_comment"}),
+            prefix_types=frozenset({"attribute_item"}),
+            factory_names=frozenset({"new"}),
+            inner_doc_prefixes=("//!", "/*!"),
+        ),
+        LanguageSpec(
+            name="go",
+            extensions=(".go",),
+            grammar=tree_sitter_go.language,
+            queries=("go.scm",),
+            body_types=frozenset({"block", "field_declaration_list"}),
+            wrappers=MappingProxyType({"type_declaration": True}),
+        ),
+        LanguageSpec(
+            name="c",
+            extensions=(".c", ".h"),
+            grammar=tree_sitter_c.language,
+            queries=("c_family.scm", "c.scm"),
+            body_types=_C_BODY_TYPES,
+        ),
+        LanguageSpec(
+            name="cpp",
+            extensions=(".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"),
+            grammar=tree_sitter_cpp.language,
+            queries=("c_family.scm", "cpp.scm"),
+            body_types=_C_BODY_TYPES,
+            family="c",
+            wrappers=MappingProxyType({"template_declaration": True}),
+            constructor_is_class_name=True,
+        ),
+    )
+}
+
+
+# --- Documents ------------------------------------------------------------------------------------
+
+DOC_EXTENSIONS = MappingProxyType(
+    {".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text"}
+)
+DOC_LANGUAGES = frozenset(DOC_EXTENSIONS.values())
+# Extensionless project documents, matched case-insensitively; read as plain text.
+DOC_NAMES = frozenset(
+    {"readme", "changes", "changelog", "history", "news", "authors", "contributing",
+     "install", "license", "copying", "notice", "todo"}
+)
+
+
+# --- Derived from the tables above ----------------------------------------------------------------
+
+_CODE_LANGUAGE_BY_EXTENSION = {ext: spec.name for spec in LANGUAGES.values() for ext in spec.extensions}
+# Every extension tree-sitter parses, and every extension that gets indexed at all.
+SOURCE_EXTENSIONS = tuple(_CODE_LANGUAGE_BY_EXTENSION)
+INDEXED_EXTENSIONS = SOURCE_EXTENSIONS + tuple(DOC_EXTENSIONS)
+# Call names that instantiate their qualifier (`Foo.__init__()`, `Foo::new()`), in any language.
+CONSTRUCTOR_CALLS = frozenset().union(
+    *(spec.constructor_names | spec.factory_names for spec in LANGUAGES.values())
+)
+
+
+def code_language(path: str) -> str | None:
+    """The tree-sitter language of a file, by extension; None for files that are not parsed."""
+    return _CODE_LANGUAGE_BY_EXTENSION.get(PurePosixPath(path).suffix.lower())
+
+
+def language_for(path: str) -> str | None:
+    """The language a file is indexed as: a doc format, else a source language, else None."""
+    pure = PurePosixPath(path)
+    suffix = pure.suffix.lower()
+    if suffix in DOC_EXTENSIONS:
+        return DOC_EXTENSIONS[suffix]
+    if not suffix and pure.name.lower() in DOC_NAMES:
+        return "text"
+    return code_language(path)
+
+
+def language_family(language: str) -> str:
+    """The group of languages whose definitions a use in `language` may refer to."""
+    spec = LANGUAGES.get(language)
+    return (spec.family or spec.name) if spec is not None else language
+
+
+# --- File roles -------------------------------------------------------------------------------------
+
+# Directories that hold other people's code or build output: the walker never descends into them.
+VENDORED_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", "node_modules", "bower_components", "venv", ".venv",
+        "site-packages", "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
+        ".ruff_cache", ".idea", ".gradle", ".next", ".nuxt", "dist", "build", "target",
+        "vendor", "Pods", "third_party", ".eggs",
+    }
+)
+# A directory holding one of these files is a virtualenv whatever its name.
+VENDORED_MARKERS = ("pyvenv.cfg",)
+
+ROLES = ("source", "test", "example", "benchmark", "docs", "generated", "vendored")
+HEAD_CHARS = 1000  # how much of a file's start is searched for a "generated" header
+_GENERATED_HEADER = re.compile(
+    r"Code generated .* DO NOT EDIT"  # Go (go generate, protoc-gen-go)
+    r"|@generated\b"  # Meta's convention (Rust, JS, Hack, Buck)
+    r"|This file (?:is|was) (?:auto-?generated|automatically generated|generated by)"  # many tools
+    r"|Generated by the protocol buffer compiler",  # protoc for C++, Python, Java
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class RoleRule:
+    """A role a file has when a directory on its path or its file name matches."""
+
+    role: str
+    dirs: frozenset[str] = frozenset()  # directory names (lowercase), at any depth
+    names: tuple[str, ...] = ()  # file-name patterns (fnmatch, lowercase)
+
+
+# First match wins; a path that matches none is "docs" for documents, else "source".
+ROLE_RULES: tuple[RoleRule, ...] = (
+    RoleRule("vendored", dirs=frozenset(d.lower() for d in VENDORED_DIRS)),
+    RoleRule("generated", names=(
+        "*_pb2.py", "*_pb2_grpc.py",  # protobuf / gRPC for Python
+        "*.pb.go", "*.pb.cc", "*.pb.h",  # protobuf for Go and C++
+    )),
+    RoleRule("test", dirs=frozenset({
+        "test", "tests", "testing",  # Python, Rust `tests/`, Java/Maven `src/test/`, Go `testing/`
+        "spec",  # RSpec, Jasmine
+        "__tests__",  # Jest
+    }), names=(
+        "test_*",  # pytest / unittest: test_*.py
+        "*_test.*",  # pytest *_test.py, Go *_test.go, C++ gtest *_test.cc
+        "*.test.*", "*.spec.*",  # Jest, Vitest, Mocha: *.test.ts, *.spec.js
+        "conftest.py",  # pytest fixtures
+    )),
+    RoleRule("benchmark", dirs=frozenset({"bench", "benches", "benchmark", "benchmarks"})),
+    RoleRule("example", dirs=frozenset({"example", "examples", "example_scripts"})),
+    RoleRule("docs", dirs=frozenset({"doc", "docs"})),
+)
+
+
+def file_role(path: str, head_text: str = "") -> str:
+    """The role of a repo file (one of `ROLES`), from its path and, if given, its first lines.
+
+    `path` is relative to the repo root, `/`-separated. `head_text` lets a generated-file
+    header (`// Code generated ... DO NOT EDIT.`, `@generated`) decide; without it the
+    path alone does.
+    """
+    role = _path_role(path)
+    if role not in ("vendored", "generated") and _GENERATED_HEADER.search(head_text[:HEAD_CHARS]):
+        return "generated"
+    return role
+
+
+@lru_cache(maxsize=65536)
+def _path_role(path: str) -> str:
+    """What the path alone says (search asks this for every candidate, so it is memoised)."""
+    *dirs, name = path.lower().split("/")
+    for rule in ROLE_RULES:
+        if rule.dirs.intersection(dirs) or any(fnmatchcase(name, p) for p in rule.names):
+            return rule.role
+    return "docs" if language_for(path) in DOC_LANGUAGES else "source"

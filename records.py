@@ -1,0 +1,194 @@
+"""Typed records that cross module boundaries and live in the index, with their stored forms.
+
+The parser's references, the manifest entry of each indexed file and the registry row of each
+repo (with its last run's stats) are written by the indexer and read by reference resolution,
+search and the web app. Each is one dataclass here, encoded and decoded in one place, so no
+module reads these as dicts by key or as lists by position.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from functools import cached_property
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A use of a name, as the parser found it: a call, an instantiation or a type use."""
+
+    name: str
+    kind: str  # call | new | type
+    qualifier: str | None  # `obj` of `obj.m()`, `Foo` of `Foo::new()`; None when bare
+    line: int
+    column: int
+    text: str  # the source line, stripped and capped
+    enclosing: str | None  # qualified name of the innermost definition around the use
+
+
+@dataclass(frozen=True)
+class SymbolInfo:
+    """What reference resolution needs to know about one indexed definition."""
+
+    id: str
+    file_path: str
+    language: str
+    kind: str
+    name: str
+    qualified_name: str
+    parent: str | None
+
+
+_REFERENCE_FIELDS = tuple(f.name for f in fields(Reference))
+
+
+@dataclass(frozen=True)
+class FileParse:
+    """One file's definitions, references and imports: the input of reference resolution.
+
+    The manifest keeps it (column `parsed`) so an edit elsewhere re-resolves references
+    without re-parsing this file. The stored JSON is compact (lists in field order, without
+    the path and language the manifest entry already holds); `to_json` and `from_json` are
+    the only code that knows that layout.
+    """
+
+    file_path: str
+    language: str
+    symbols: tuple[SymbolInfo, ...] = ()
+    references: tuple[Reference, ...] = ()
+    imports: tuple[str, ...] = ()
+    imported_names: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "symbols": [[s.id, s.kind, s.name, s.qualified_name, s.parent] for s in self.symbols],
+            "references": [[getattr(r, name) for name in _REFERENCE_FIELDS] for r in self.references],
+            "imports": list(self.imports),
+            "imported_names": list(self.imported_names),
+        }, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str, file_path: str, language: str) -> "FileParse":
+        data = json.loads(text)
+        return cls(
+            file_path=file_path,
+            language=language,
+            symbols=tuple(SymbolInfo(id=s[0], file_path=file_path, language=language, kind=s[1],
+                                     name=s[2], qualified_name=s[3], parent=s[4])
+                          for s in data["symbols"]),
+            references=tuple(Reference(*r) for r in data["references"]),
+            imports=tuple(data["imports"]),
+            imported_names=tuple(data["imported_names"]),
+        )
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    """One indexed file as the manifest (the `<prefix>__files` table) records it."""
+
+    file_path: str
+    sha256: str
+    language: str
+    size: int
+    # Modification time when it was read, or 0: unknown (a manifest from before mtimes were
+    # kept) or too recent to trust. 0 never matches, so such a file is hashed on the next run.
+    mtime_ns: int
+    non_utf8: bool
+    has_errors: bool
+    parsed: str  # FileParse JSON
+
+    @cached_property
+    def parse(self) -> FileParse:
+        """The decoded parse results (decoded once, on first use)."""
+        return FileParse.from_json(self.parsed, self.file_path, self.language)
+
+    def same_stat(self, size: int, mtime_ns: int) -> bool:
+        """Whether size and mtime say the file is the one recorded, so it need not be read."""
+        return self.mtime_ns != 0 and self.mtime_ns == mtime_ns and self.size == size
+
+    def to_row(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "ManifestEntry":
+        return cls(file_path=row["file_path"], sha256=row["sha256"], language=row["language"],
+                   size=row.get("size") or 0, mtime_ns=row.get("mtime_ns") or 0,
+                   non_utf8=bool(row.get("non_utf8")), has_errors=bool(row.get("has_errors")),
+                   parsed=row["parsed"])
+
+
+def _int_map(value: Any) -> dict[str, int]:
+    return {str(k): int(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class RepoStats:
+    """The summary of a repo's last index run, shown by `list`, the web app and search."""
+
+    files_by_language: dict[str, int] = field(default_factory=dict)
+    files: int = 0
+    methods: int = 0
+    classes: int = 0
+    docs: int = 0
+    references: int = 0
+    added: int = 0
+    changed: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    embedded: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    non_utf8: int = 0
+    syntax_errors: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "RepoStats":
+        """Tolerant of older rows: missing keys take defaults, unknown keys are ignored."""
+        counts = {f.name: int(data.get(f.name) or 0) for f in fields(cls)
+                  if f.name not in ("files_by_language", "skipped", "timings")}
+        return cls(files_by_language=_int_map(data.get("files_by_language")),
+                   skipped=_int_map(data.get("skipped")),
+                   timings={str(k): float(v) for k, v in (data.get("timings") or {}).items()},
+                   **counts)
+
+
+_PENDING_KEY = "references_pending"  # kept in the stats JSON, where earlier versions put it
+
+
+@dataclass(frozen=True)
+class RepoInfo:
+    """One indexed repo: a row of the `codeqa_repos` registry."""
+
+    name: str
+    root: str
+    prefix: str  # of the repo's table names
+    embedding_model: str
+    embedding_dim: int
+    created_at: float
+    indexed_at: float
+    stats: RepoStats = field(default_factory=RepoStats)
+    # Set while a run writes and cleared when it has resolved references: still set at the
+    # start of a run means the last one was interrupted, so every reference is re-resolved.
+    references_pending: bool = False
+
+    def to_row(self) -> dict[str, Any]:
+        stats = self.stats.to_json()
+        if self.references_pending:
+            stats[_PENDING_KEY] = True
+        return {"name": self.name, "root": self.root, "prefix": self.prefix,
+                "embedding_model": self.embedding_model, "embedding_dim": self.embedding_dim,
+                "created_at": self.created_at, "indexed_at": self.indexed_at,
+                "stats": json.dumps(stats, sort_keys=True)}
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "RepoInfo":
+        stats = json.loads(row.get("stats") or "{}")
+        return cls(name=row["name"], root=row["root"], prefix=row["prefix"],
+                   embedding_model=row["embedding_model"], embedding_dim=row["embedding_dim"],
+                   created_at=row["created_at"], indexed_at=row["indexed_at"],
+                   stats=RepoStats.from_json(stats), references_pending=bool(stats.get(_PENDING_KEY)))

@@ -1,0 +1,124 @@
+"""Reading a query and the pure scoring helpers of search: no index, no model, no LLM."""
+
+from __future__ import annotations
+
+import pytest
+
+import retrieval
+from create_tables import code_tokens, identifier_parts, path_tokens, table_prefix
+from retrieval import EMBED_QUERY_CHARS, MAX_KEYWORDS, TEST_FILE_WEIGHT, Hit, SearchOptions, parse_query
+
+pytestmark = pytest.mark.unit
+
+
+def hit(file_path: str, score: float, name: str = "f", qualified_name: str | None = None) -> Hit:
+    return Hit(id=f"{file_path}:{name}", table="methods", kind="function", name=name,
+               qualified_name=qualified_name or name, file_path=file_path, start_line=1, end_line=2,
+               language="python", signature="", doc="", code="", parent=None, references=[],
+               reference_count=0, score=score)
+
+
+# --- parse_query ---------------------------------------------------------------------------------
+
+def test_code_shaped_names_and_files_are_mentions() -> None:
+    parsed = parse_query("Why does `Cart.add` call make_demo_cart() and parseHTTPResponse in shop/models.py?")
+    assert parsed.symbols[:3] == ("Cart.add", "make_demo_cart", "parseHTTPResponse")
+    assert parsed.files == ("shop/models.py",)
+    assert not parsed.about_tests
+    assert parsed.semantic == parsed.text
+
+
+def test_rust_paths_typescript_modules_and_windows_paths() -> None:
+    parsed = parse_query(r"tokio::sync::Mutex breaks in src\pool.mts and ./web/ui.cts")
+    assert "tokio.sync.Mutex" in parsed.symbols
+    assert parsed.files == ("src/pool.mts", "web/ui.cts")
+
+
+def test_stack_trace_frames_are_files_and_symbols() -> None:
+    parsed = parse_query('Traceback:\n  File "shop/checkout.py", line 11, in checkout\nValueError: bad')
+    assert parsed.files[0] == "shop/checkout.py" and parsed.symbols[0] == "checkout"
+
+
+def test_long_reports_embed_their_opening_and_cap_bm25_terms() -> None:
+    report = "The checkout fails.\n" + "\n".join(f"log line {i} handler_{i} failed" for i in range(400))
+    parsed = parse_query(report)
+    assert len(parsed.semantic) < EMBED_QUERY_CHARS + 800
+    assert parsed.semantic.startswith("The checkout fails.")
+    keywords = parsed.keywords.split()
+    assert len(keywords) == MAX_KEYWORDS and keywords[0] == "handler0"  # code-shaped terms first
+
+
+@pytest.mark.parametrize(("question", "about_tests"), [
+    ("why does test_cart fail under pytest", True), ("add a spec for the parser", True),
+    ("how is the cart total computed", False), ("where is the latest release built", False),
+])
+def test_questions_about_tests(question: str, about_tests: bool) -> None:
+    assert parse_query(question).about_tests is about_tests
+
+
+def test_code_tokens_meet_in_the_middle() -> None:
+    assert identifier_parts("parseHTTPResponse_v2") == ["parse", "http", "response", "v", "2"]
+    assert set(code_tokens("merge_handler_0").split()) == set(code_tokens("MergeHandler0").split())
+    assert {"merge", "handler"} <= set(code_tokens("merge handler").split())
+    assert path_tokens("src/http_client/Pool.java").split()[-2:] == ["pool.java", "pool"]
+
+
+# --- Scoring helpers ------------------------------------------------------------------------------
+
+def test_test_files_rank_lower_unless_the_question_is_about_tests() -> None:
+    hits = [hit("tests/test_cart.py", 1.0), hit("src/testing/helpers.py", 0.95), hit("shop/cart.py", 0.9)]
+    ranked = retrieval._rank([hit(h.file_path, h.score) for h in hits], about_tests=False)
+    assert [h.file_path for h in ranked] == ["shop/cart.py", "tests/test_cart.py", "src/testing/helpers.py"]
+    assert ranked[1].score == pytest.approx(TEST_FILE_WEIGHT)
+    kept = retrieval._rank([hit(h.file_path, h.score) for h in hits], about_tests=True)
+    assert [h.score for h in kept] == [1.0, 0.95, 0.9]
+
+
+def test_generated_questions_keep_the_questions_own_names() -> None:
+    question = parse_query("why is `Cart.total` wrong in shop/models.py")
+    merged = retrieval._with_question(parse_query("def total(self): return sum(line_total())"), question)
+    assert merged.symbols == question.symbols and merged.files == question.files
+    assert merged.keywords.split()[:len(question.keywords.split())] == question.keywords.split()
+    assert question.semantic in merged.semantic
+
+
+@pytest.mark.parametrize(("name", "matches"), [
+    ("Cart.add", True), ("add", True),
+    ("self.add", True), ("cart.add", True),  # `obj.m` names any `m` method
+    ("Cart.remove", False), ("Cart", False), ("ad", False),
+])
+def test_exact_names(name: str, matches: bool) -> None:
+    assert retrieval._row_names({"qualified_name": "Cart.add", "name": "add"}, name) is matches
+
+
+def test_file_mentions_match_whole_path_segments() -> None:
+    target = hit("web/js/cart.js", 1.0, name="add", qualified_name="Cart.add")
+    assert retrieval._names(target, "cart.js") and retrieval._names(target, "web/js/cart.js")
+    assert not retrieval._names(target, "t.js")
+
+
+def test_filters_are_quoted_and_escaped() -> None:
+    where = retrieval._where(SearchOptions(language="Python", path_prefix="./it's_100%/"))
+    assert where == "language = 'python' AND file_path LIKE 'it''s\\_100\\%/%'"
+    assert retrieval._where(SearchOptions()) is None
+
+
+def test_pool_is_at_least_twice_k() -> None:
+    assert SearchOptions(k=10).pool_size() == 30
+    assert SearchOptions(k=10, pool=5).pool_size() == 20
+    assert SearchOptions(k=10, pool=50).pool_size() == 50
+
+
+def test_result_json_shape() -> None:
+    found = hit("shop/cart.py", 0.1234567)
+    found.references = [{"file_path": "a.py", "line": 3, "column": 5, "text": "add()", "kind": "call",
+                         "resolution": "unique", "caller": "main"}]
+    data = found.to_json()
+    assert data["score"] == 0.123457 and data["exact_match"] is False
+    assert data["references"] == [{"file_path": "a.py", "line": 3, "column": 5, "text": "add()"}]
+
+
+def test_table_prefixes_are_safe_and_distinct() -> None:
+    assert table_prefix("my repo!") != table_prefix("my repo?")
+    assert table_prefix("my repo!").startswith("r_my_repo_")
+    assert table_prefix("///").startswith("r_repo_")
