@@ -51,7 +51,7 @@ class ChatTurn:
     repo: str
     message: str
     hyde: bool = True
-    rerank: bool = False
+    rerank: bool | None = None  # None: the CODEQA_RERANK setting, as for every search
 
 
 def mentions_codebase(message: str) -> bool:

@@ -130,6 +130,12 @@ def text_field(data: dict, name: str, limit: int) -> str:
     return value
 
 
+def optional_flag(data: dict, name: str) -> bool | None:
+    """A switch the client may leave out: None lets the server's setting decide."""
+    value = data.get(name)
+    return None if value is None else bool(value)
+
+
 def repo_summary(info: create_tables.RepoInfo) -> dict:
     stats = info.stats
     return {"name": info.name, "root": info.root, "files": stats.files, "methods": stats.methods,
@@ -169,7 +175,8 @@ def index() -> str:
     user_id()
     db = create_tables.connect(services().settings)
     config = {"repos": [repo_summary(info) for info in create_tables.list_repos(db)],
-              "status": status_report(), "limits": {"message_chars": MAX_MESSAGE_CHARS}}
+              "status": status_report(), "limits": {"message_chars": MAX_MESSAGE_CHARS},
+              "defaults": {"rerank": services().settings.rerank}}
     return render_template("index.html", config_json=safe_json_for_html(config))
 
 
@@ -189,8 +196,8 @@ def chat() -> Response:
     data = json_body()
     info = repo_info(data.get("repo"))
     message = text_field(data, "message", MAX_MESSAGE_CHARS)
-    turn = ChatTurn(user=user_id(), repo=info.name, message=message,
-                    hyde=bool(data.get("hyde", True)), rerank=bool(data.get("rerank", False)))
+    turn = ChatTurn(user=user_id(), repo=info.name, message=message, hyde=bool(data.get("hyde", True)),
+                    rerank=optional_flag(data, "rerank"))
     events = services().chat.run(turn)
     return Response(stream_with_context(sse(events)), mimetype="text/event-stream",
                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
@@ -207,7 +214,7 @@ def search() -> Response:
         raise ApiError(400, "'k' must be an integer.") from exc
     if not 1 <= k <= 50:
         raise ApiError(400, "'k' must be between 1 and 50.")
-    options = SearchOptions(k=k, hyde=bool(data.get("hyde", False)), rerank=data.get("rerank"),
+    options = SearchOptions(k=k, hyde=bool(data.get("hyde", False)), rerank=optional_flag(data, "rerank"),
                             language=data.get("lang") or None, path_prefix=data.get("path") or None)
     result = services().retriever.search(info.name, query, options)
     return jsonify(result.to_json())

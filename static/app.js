@@ -830,7 +830,8 @@ function applyStatus(prefs) {
   const rerank = status.rerank || {};
   const canRerank = rerank.available !== false;
   el.rerank.disabled = !canRerank;
-  el.rerank.checked = canRerank && Boolean(prefs.rerank);
+  // Until the user picks, the server's CODEQA_RERANK decides (as for the CLI and the API).
+  el.rerank.checked = canRerank && Boolean(prefs.rerank ?? state.config.defaults?.rerank);
   const reason = canRerank ? "" : `Unavailable: ${rerank.reason || "no reranking model"}`;
   el.rerankHelp.textContent = reason;
   el.rerankHelp.title = reason;

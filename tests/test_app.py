@@ -18,7 +18,8 @@ def make_app(indexed_sample, llm_url: str, redis_url: str = "", **flask_config):
     settings, _ = indexed_sample
     app_settings = settings.__class__(
         data_dir=settings.data_dir, llm_base_url=llm_url, chat_model="local", hyde_model="local",
-        redis_url=redis_url, history_ttl_seconds=flask_config.pop("ttl", 3600), llm_timeout=120.0)
+        redis_url=redis_url, history_ttl_seconds=flask_config.pop("ttl", 3600), llm_timeout=120.0,
+        rerank=flask_config.pop("rerank", False))
     app = create_app({"TESTING": True, "CODEQA_SETTINGS": app_settings,
                       "CODEQA_CHAT_BUDGET": {"answer_tokens": 24, "context_tokens": 600, "history_tokens": 300,
                                              "k": 4},
@@ -244,3 +245,20 @@ def test_search_api_has_the_cli_shape(client):
     assert {"id", "query", "expanded_query", "timings_ms", "rerank", "results"} <= set(data)
     assert len(data["results"]) == 3 and data["rerank"]["used"] is False
 
+
+def test_chat_and_search_start_from_the_rerank_setting(indexed_sample, llm_proxy, redis_server):
+    url, _ = llm_proxy
+    app = make_app(indexed_sample, url, redis_server.url, rerank=True)
+    client = app.test_client()
+
+    def rerank_status(evts):
+        return next(d for n, d in evts if n == "status" and d["stage"] == "rerank")
+
+    tried = rerank_status(chat(client, "@codebase cart total"))  # CODEQA_RERANK=1: rerank is tried...
+    assert tried["state"] == "skipped" and "answerai-colbert-small-v1" in tried["detail"]  # ...no weights here
+    assert rerank_status(chat(client, "@codebase cart total", rerank=False))["detail"] == "switched off"
+    searched = client.post("/api/search", json={"repo": "sample", "query": "cart total"}).get_json()
+    assert "answerai-colbert-small-v1" in searched["rerank"]["reason"]
+    page = client.get("/").get_data(as_text=True)
+    assert '"defaults": {"rerank": true}' in page
+    close_app(app)
