@@ -16,20 +16,18 @@ gives a notice with the nearest matches instead of nothing. Files are read only 
 
 from __future__ import annotations
 
-import json
 import posixpath
-import re
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 import create_tables
 from chat_commands import Command, CommandError
-from create_tables import RepoInfo
+from languages import CONSTRUCTOR_CALLS, DOC_KIND, file_role, language_for
 from packing import Definition, FileText, Span
-from references import CONSTRUCTOR_CALLS, FileReferences, ReferenceSite, SymbolInfo, resolve_references
-from repo_files import language_for
+from records import FileParse, RepoInfo, SymbolInfo
+from references import resolve_references
 from symbol_index import SymbolIndex, load_symbol_index
 
 MAX_DEFINITIONS = 10  # definitions one name may bring
@@ -44,7 +42,6 @@ INDEX_CACHE = 8  # repos whose symbol index stays in memory
 # How sure the indexer was that a use is a use of this definition; surer first.
 RESOLUTION_ORDER = {"qualified": 0, "self": 0, "unique": 1, "import": 1, "same_file": 2, "same_package": 3,
                     "ambiguous": 4}
-_TEST_PATH = re.compile(r"(^|/)(tests?|spec|__tests__)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$")
 
 
 def _quote(value: str) -> str:
@@ -126,7 +123,7 @@ class CommandResolver:
     def rows(self, repo: RepoInfo, where: str, columns: list[str] = ROW_COLUMNS, limit: int | None = 200) -> list[dict]:
         rows: list[dict] = []
         for kind in ("methods", "classes"):
-            query = self._table(repo, kind).search().where(f"({where}) AND kind != 'doc'").select(columns)
+            query = self._table(repo, kind).search().where(f"({where}) AND kind != '{DOC_KIND}'").select(columns)
             rows += query.limit(limit).to_list()
         return rows
 
@@ -136,7 +133,7 @@ class CommandResolver:
         where = (f"qualified_name = {_quote(wanted)} OR name = {_quote(wanted)} OR "
                  f"qualified_name LIKE {_quote('%.' + _like_escape(wanted))}")
         rows = self.rows(repo, where)
-        return sorted(rows, key=lambda r: (r["qualified_name"] != wanted, bool(_TEST_PATH.search(r["file_path"])),
+        return sorted(rows, key=lambda r: (r["qualified_name"] != wanted, file_role(r["file_path"]) == "test",
                                            -(r["reference_count"] or 0), r["file_path"], r["start_line"]))
 
     def file(self, repo: RepoInfo, path: str) -> FileText:
@@ -151,14 +148,15 @@ class CommandResolver:
                 for r in self._table(repo, kind).search().where(where).select(columns).limit(None).to_list()]
         definitions = [Definition(r["start_line"], r["end_line"],
                                   *_signature_lines(lines, r["start_line"], r["end_line"], r["signature"]),
-                                  name=r["qualified_name"] if r["kind"] != "doc" else "")
+                                  name=r["qualified_name"] if r["kind"] != DOC_KIND else "")
                        for r in rows]
         return FileText(path, language_for(path) or "text", lines, definitions)
 
-    def manifest_entries(self, repo: RepoInfo, where: str) -> list[create_tables.ManifestEntry]:
+    def file_parses(self, repo: RepoInfo, where: str) -> list[FileParse]:
+        """The parse results the manifest keeps for the files matching `where`."""
         rows = self._table(repo, "files").search().where(where).select(
-            ["file_path", "sha256", "language", "parsed"]).limit(None).to_list()
-        return [create_tables.ManifestEntry(**r) for r in rows]
+            ["file_path", "language", "parsed"]).limit(None).to_list()
+        return [FileParse.from_json(r["parsed"], r["file_path"], r["language"]) for r in rows]
 
     # --- resolving ----------------------------------------------------------------------------
 
@@ -283,17 +281,14 @@ class Lookup:
         the indexer resolves them, from the files whose parse results mention their names."""
         names = sorted({r["name"] for r in rows})
         mentions = " OR ".join(f"parsed LIKE {_quote('%' + _like_escape(chr(34) + n + chr(34)) + '%')}" for n in names)
-        entries = self.resolver.manifest_entries(self.repo, mentions)
-        symbols, files = references_input(entries)
+        files = self.resolver.file_parses(self.repo, mentions)
         named = self.resolver.rows(self.repo, f"name IN ({', '.join(_quote(n) for n in names)})",
                                     ["id", "file_path", "language", "kind", "name", "qualified_name", "parent"],
                                     None)
-        symbols = _symbols(symbols, named)
+        symbols = _symbols(files, named)
         wanted = set(names)
-        files = [FileReferences(f.file_path, f.language,
-                                [s for s in f.references if s.name in wanted or (
-                                    s.name in CONSTRUCTOR_CALLS and s.qualifier in wanted)],
-                                f.imports, f.imported_names) for f in files]
+        files = [replace(f, references=tuple(s for s in f.references if s.name in wanted or (
+                     s.name in CONSTRUCTOR_CALLS and s.qualifier in wanted))) for f in files]
         found = resolve_references(symbols, files)
         return {r["id"]: [u.to_row() for u in found.get(r["id"], [])] for r in rows}
 
@@ -343,8 +338,7 @@ class Lookup:
         around = _enclosing(text, line, line)
         start, end = (around.start, around.end) if around else (line - LINE_CONTEXT, line + LINE_CONTEXT)
         resolution.spans.append(Span(text.path, start, end, command.label, base, frozenset({line})))
-        entries = self.resolver.manifest_entries(self.repo, f"file_path = {_quote(text.path)}")
-        symbols, files = references_input(entries)
+        files = self.resolver.file_parses(self.repo, f"file_path = {_quote(text.path)}")
         sites = sorted((s for f in files for s in f.references if abs(s.line - line) <= SYMBOLS_AT_WINDOW),
                        key=lambda s: (abs(s.line - line), s.line, s.column))
         if not sites:
@@ -355,8 +349,8 @@ class Lookup:
         named = self.resolver.rows(self.repo, f"name IN ({', '.join(_quote(n) for n in sorted(names))})",
                                     ["id", "file_path", "language", "kind", "name", "qualified_name", "parent"],
                                     None)
-        window = [FileReferences(f.file_path, f.language, sites, f.imports, f.imported_names) for f in files]
-        uses = resolve_references(_symbols(symbols, named), window)
+        window = [replace(f, references=tuple(sites)) for f in files]
+        uses = resolve_references(_symbols(files, named), window)
         order = {(s.line, s.column): i for i, s in enumerate(sites)}
         used = sorted(uses, key=lambda i: min(order.get((u.line, u.column), len(order)) for u in uses[i]))
         resolved = {s.name for ident in used for s in sites if any(u.line == s.line and u.column == s.column
@@ -373,22 +367,9 @@ class Lookup:
                 resolution.sources.append(source_of(rows[ident], command.label))
 
 
-def references_input(entries: Iterable[create_tables.ManifestEntry]) -> tuple[list[SymbolInfo], list[FileReferences]]:
-    """The resolver's input from manifest entries: the definitions they hold and their sites."""
-    symbols: list[SymbolInfo] = []
-    files: list[FileReferences] = []
-    for entry in entries:
-        parsed = json.loads(entry.parsed)
-        symbols += [SymbolInfo(s[0], entry.file_path, entry.language, s[1], s[2], s[3], s[4])
-                    for s in parsed["symbols"]]
-        files.append(FileReferences(entry.file_path, entry.language, [ReferenceSite(*r) for r in parsed["references"]],
-                                    parsed["imports"], parsed["imported_names"]))
-    return symbols, files
-
-
-def _symbols(parsed: list[SymbolInfo], rows: list[dict]) -> list[SymbolInfo]:
+def _symbols(files: list[FileParse], rows: list[dict]) -> list[SymbolInfo]:
     """Definitions for the resolver: those parsed from the files, plus the rows named (by id, once)."""
-    out = {s.id: s for s in parsed}
+    out = {s.id: s for f in files for s in f.symbols}
     for r in rows:
         out.setdefault(r["id"], SymbolInfo(r["id"], r["file_path"], r["language"], r["kind"], r["name"],
                                            r["qualified_name"], r["parent"]))
@@ -410,7 +391,7 @@ def _rank_uses(uses: list[tuple[dict, dict]]) -> list[tuple[dict, dict]]:
     for row, use in sorted(uses, key=lambda item: (item[1]["file_path"], item[1]["line"], item[1]["column"])):
         caller = (use["file_path"], use["caller"])
         seen[caller] = seen.get(caller, 0) + 1
-        keyed.append(((bool(_TEST_PATH.search(use["file_path"])), seen[caller] > 1,
+        keyed.append(((file_role(use["file_path"]) == "test", seen[caller] > 1,
                        RESOLUTION_ORDER.get(use["resolution"], 5), use["file_path"], use["line"]), (row, use)))
     unique: dict[tuple[str, int, int], tuple[dict, dict]] = {}
     for _, item in sorted(keyed, key=lambda k: k[0]):

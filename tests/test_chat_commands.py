@@ -7,6 +7,8 @@ import pytest
 from chat_commands import (COMMANDS, Command, CommandError, Location, completion_target, complete_commands,
                            parse_location, parse_message)
 
+pytestmark = pytest.mark.unit
+
 
 def test_commands_combine_with_a_question_in_any_order():
     parsed = parse_message("@definition Cart.add @references Cart.add how do they interact? @codebase")

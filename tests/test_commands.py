@@ -17,6 +17,8 @@ from packing import estimate_tokens
 from resolver import CommandResolver
 from retrieval import Retriever, SearchOptions
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def resolver(indexed_sample):

@@ -8,6 +8,8 @@ import pytest
 
 from packing import GAP, BODY, Definition, FileText, Span, estimate_tokens, pack
 
+pytestmark = pytest.mark.unit
+
 
 def make_module(methods: int = 6, body: int = 6) -> tuple[FileText, list[int], list[int]]:
     """A class with `methods` methods of `body` lines each, then a function; returns

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from symbol_index import SymbolEntry, SymbolIndex
+
+pytestmark = pytest.mark.unit
 
 
 def entry(qualified: str, path: str, line: int = 1, kind: str = "method", refs: int = 0) -> SymbolEntry:
