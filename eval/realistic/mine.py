@@ -32,7 +32,8 @@ EVAL_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(EVAL_ROOT))
 sys.path.insert(0, str(EVAL_ROOT.parent))
 
-from treesitter import language_for_path, parse_source  # noqa: E402
+from languages import code_language  # noqa: E402
+from treesitter import parse_source  # noqa: E402
 
 from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror, git  # noqa: E402
 from realistic.gold import FileChange, Span, gold_spans, parse_diff  # noqa: E402
@@ -188,7 +189,7 @@ class Tally:
 
 def gold_file(corpus: Corpus, plan: RepoPlan, base: str, change: FileChange, tally: Tally) -> GoldFile | None:
     """The gold entry for one changed file, or None (with the reason counted)."""
-    language = language_for_path(change.path)
+    language = code_language(change.path)
     if change.status in ("added", "deleted"):
         reason = f"{change.status} by the fix"
     elif language is None:
@@ -338,7 +339,7 @@ def _commit_diff_problem(diff: bytes, message: str) -> str | None:
     changes = parse_diff(diff.decode("utf-8", "replace"))
     if any(c.status == "renamed" for c in changes):
         return "renames files"
-    source = [c.path for c in changes if language_for_path(c.path) and file_role(c.path) == "source"]
+    source = [c.path for c in changes if code_language(c.path) and file_role(c.path) == "source"]
     if not source:
         return "no source file changed"
     if len(source) > MAX_SOURCE_FILES:

@@ -9,6 +9,8 @@ from treesitter import parse_source
 from realistic.gold import FileChange, Insertion, Span, gold_spans, parse_diff
 from realistic.roles import file_role
 
+pytestmark = pytest.mark.unit
+
 PYTHON = """\
 class Cart:
     def add(self, item):

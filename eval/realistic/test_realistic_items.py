@@ -9,6 +9,8 @@ import pytest
 from realistic.items import Item, load_items, names_file, split_problems
 from realistic.mine import HELD_OUT, MAX_QUERY_CHARS, clip_query, commit_message_problem, densest_window
 
+pytestmark = pytest.mark.unit
+
 MakeItem = Callable[..., Item]
 
 
