@@ -8,7 +8,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
 REPO ?= tests/fixtures/sample_repo
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup browser run index serve test test-fast bench eval clean
+.PHONY: setup browser run index serve test test-fast bench eval eval-full clean
 
 setup: $(VENV)/.installed
 
@@ -43,8 +43,16 @@ bench: setup
 	$(PY) bench/search_bench.py
 	$(PY) bench/load_bench.py
 
+# Both evals (eval/README.md). The realistic one fetches its repositories from GitHub, or reads
+# local bare mirrors from CODEQA_EVAL_MIRROR; its per-commit index snapshots live in
+# CODEQA_EVAL_CACHE (default ~/.cache/codeqa-eval) and are reused by every later run.
 eval: setup
 	$(PY) eval/run_eval.py --by-kind
+	$(PY) eval/realistic/run.py --quick
+
+eval-full: setup
+	$(PY) eval/run_eval.py --by-kind
+	$(PY) eval/realistic/run.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
