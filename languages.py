@@ -265,6 +265,8 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     )),
     RoleRule("test", dirs=frozenset({
         "test", "tests", "testing",  # Python, Rust `tests/`, Java/Maven `src/test/`, Go `testing/`
+        "testsuite",  # older Python packages (Flask, Jinja: `flask/testsuite/`)
+        "testdata",  # Go: fixtures the go tool ignores
         "spec",  # RSpec, Jasmine
         "__tests__",  # Jest
     }), names=(

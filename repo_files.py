@@ -111,7 +111,7 @@ class _IgnoreLayer:
     """The patterns of one `.gitignore`, relative to `base` ("" or "dir/sub/")."""
 
     base: str
-    spec: pathspec.GitIgnoreSpec
+    spec: pathspec.PathSpec
 
 
 def hash_bytes(data: bytes) -> str:
@@ -146,7 +146,10 @@ def _layer_for(abs_dir: str, rel_dir: str, is_root: bool) -> _IgnoreLayer | None
         lines = _read_patterns(os.path.join(abs_dir, ".git", "info", "exclude")) + lines
     if not any(line.strip() and not line.startswith("#") for line in lines):
         return None
-    return _IgnoreLayer(rel_dir, pathspec.GitIgnoreSpec.from_lines(lines))
+    # Plain last-match-wins patterns, as git applies them to each path it visits. GitIgnoreSpec
+    # adds a rule for files below an excluded directory (which the walk prunes anyway) and gets
+    # directories wrong with it: `*` then `!*/` (un-ignore every directory) left them ignored.
+    return _IgnoreLayer(rel_dir, pathspec.PathSpec.from_lines("gitignore", lines))
 
 
 def _is_vendored_dir(entry: os.DirEntry[str]) -> bool:

@@ -32,6 +32,8 @@ pytestmark = pytest.mark.unit
     ("web/__tests__/cart.js", "test"),
     ("spec/models/cart_spec.rb", "test"),
     ("Tests/AppTests.swift", "test"),
+    ("flask/testsuite/basic.py", "test"),
+    ("internal/parser/testdata/input.go", "test"),
     # tests, by file name
     ("shop/test_models.py", "test"),
     ("shop/models_test.py", "test"),

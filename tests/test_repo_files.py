@@ -52,6 +52,18 @@ def test_indexes_code_and_docs_with_relative_posix_paths(tmp_path: Path) -> None
     assert report.skipped_examples["unsupported"] == ["notes.unknownext"]
 
 
+def test_gitignore_that_ignores_everything_then_unignores_directories_and_extensions(tmp_path: Path) -> None:
+    # zeromicro/go-zero's .gitignore: ignore all, then re-include names with an extension and
+    # every directory (git check-ignore agrees: core/ and core/logx/logs.go are not ignored).
+    _write(tmp_path, ".gitignore", "# Ignore all\n*\n!*.*\n!*/\n**/logs\n")
+    _write(tmp_path, "core/logx/logs.go", "package logx\n")
+    _write(tmp_path, "core/logs/out.go", "package logs\n")
+    _write(tmp_path, "LICENSE", "MIT")
+    report = walk_repo(tmp_path)
+    assert [s.path for s in report.files] == ["core/logx/logs.go"]
+    assert {"LICENSE", "core/logs/"} <= set(report.skipped_examples["ignored"])
+
+
 def test_nested_gitignore_negation_and_info_exclude(tmp_path: Path) -> None:
     _write(tmp_path, ".gitignore", "*.log\n!keep.log\n/generated/\n")
     _write(tmp_path, "app.log", "x")
