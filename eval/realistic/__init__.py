@@ -1,7 +1,7 @@
 """The realistic retrieval eval: real issue reports and commit messages with known fixes.
 
-See eval/README.md ("Realistic eval"). Modules: `roles` (which changed files count as source),
-`gold` (a fix's diff → changed pre-fix lines → gold symbols), `items` (the item file and its
-split), `mine` (builds items from public sources), `corpus` (fetches the pinned repositories),
-`snapshots` (per-commit index snapshots), `baseline` (whole-file BM25), `metrics` and `run`.
+See eval/README.md ("Realistic eval"). Modules: `gold` (a fix's diff → changed pre-fix lines →
+gold symbols), `items` (the item file and its split), `mine` (builds items from public
+sources), `corpus` (fetches the pinned repositories), `snapshots` (per-commit index snapshots),
+`baseline` (whole-file BM25), `metrics` and `run`.
 """

@@ -10,7 +10,7 @@ Sources, all pinned (see `PLANS` and `DATASETS`):
 - the first-parent git history of repositories, for maintainers' commit messages.
 
 Every item is indexed at its pre-fix commit. Gold = the files the fix modified that exist at
-that commit, are in a language CodeQA parses and are source (`roles.file_role`), plus the
+that commit, are in a language CodeQA parses and are source (`languages.file_role`), plus the
 innermost definitions holding the changed lines (`gold.gold_spans`, parsed with CodeQA's own
 `treesitter.parse_source`). Items without a gold file are dropped; every drop is counted by
 reason in `mining.md`, written beside the items.
@@ -32,13 +32,12 @@ EVAL_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(EVAL_ROOT))
 sys.path.insert(0, str(EVAL_ROOT.parent))
 
-from languages import code_language  # noqa: E402
+from languages import HEAD_CHARS, code_language, file_role  # noqa: E402
 from treesitter import parse_source  # noqa: E402
 
 from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror, git  # noqa: E402
 from realistic.gold import FileChange, Span, gold_spans, parse_diff  # noqa: E402
 from realistic.items import GoldFile, GoldSymbol, Item, names_file, save_items, split_problems  # noqa: E402
-from realistic.roles import HEAD_CHARS, file_role  # noqa: E402
 
 MINING_REPORT = Path(__file__).resolve().parent / "mining.md"
 

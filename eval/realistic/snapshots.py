@@ -133,15 +133,15 @@ class SnapshotStore:
         started = time.perf_counter()
         report = index_repo(root, settings, name=index_name(repo), progress=False)
         seconds = time.perf_counter() - started
-        walked = walk_repo(root, settings.max_file_bytes)
+        sources = walk_repo(root, settings.max_file_bytes).read_all()
         texts = self.texts(repo)
         try:
-            texts.add(walked.files)
+            texts.add(sources)
         finally:
             texts.close()
-        files = [IndexedFile(f.path, f.sha256, f.language) for f in walked.files]
+        files = [IndexedFile(f.path, f.sha256, f.language) for f in sources]
         return self._take(repo, commit, Path(settings.database_uri), files,
-                          {**report.stats(), "seconds": round(seconds, 2)})
+                          {**report.stats().to_json(), "seconds": round(seconds, 2)})
 
     def _take(self, repo: str, commit: str, live_db: Path, files: list[IndexedFile], report: dict) -> Snapshot:
         """Hard-link copy of the live tables; the metadata file, written last, marks it complete."""

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from realistic.items import Item
 from realistic.metrics import markdown_table, ranked_files, score_item, standard_groups, summarize
 from realistic.run import commits_in_order, select
 
 MakeItem = Callable[..., Item]
+
+pytestmark = pytest.mark.unit
 
 
 def test_file_ranking_is_first_appearance_unless_the_search_lists_files() -> None:

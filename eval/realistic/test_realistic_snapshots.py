@@ -15,6 +15,8 @@ from retrieval import Retriever, SearchOptions
 
 from realistic.snapshots import SnapshotStore
 
+pytestmark = pytest.mark.integration
+
 SAMPLE_REPO = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "sample_repo"
 REPO = "example/sample"
 MARKER = "zebra_snapshot_marker"
