@@ -20,11 +20,10 @@ from typing import Iterator
 
 import prompts
 from chat_store import ChatStore, ChatStoreUnavailable, StoredContext
-from create_tables import IndexStoreError
-from embeddings import EmbeddingError
-from llm import LLMClient, LLMUnavailable
 from context import build_context, estimate_tokens
-from retrieval import QueryError, Retriever, SearchOptions
+from errors import CodeQAError, LLMUnavailable
+from llm import LLMClient
+from retrieval import Retriever, SearchOptions
 
 CODEBASE_TAG = re.compile(r"@codebase\b", re.IGNORECASE)
 Event = tuple[str, dict]
@@ -91,7 +90,7 @@ class ChatService:
             history = self.store.history(turn.user, turn.repo)
             context = None if search else self.store.load_context(turn.user, turn.repo)
         except ChatStoreUnavailable as exc:
-            yield "error", {"message": str(exc), "code": "redis_unavailable"}
+            yield "error", exc.event()
             yield "done", {"timings_ms": {}}
             return
 
@@ -120,7 +119,7 @@ class ChatService:
                               {"role": "assistant", "content": "".join(answer_parts),
                                "sources": context.sources if context else None})
         except ChatStoreUnavailable as exc:
-            yield "notice", {"code": "redis_unavailable", "message": f"This answer was not saved: {exc}"}
+            yield "notice", {"code": exc.code, "message": f"This answer was not saved: {exc}"}
         timings["total"] = (time.perf_counter() - started) * 1000
         yield "done", {"timings_ms": {k: round(v, 1) for k, v in timings.items()}}
 
@@ -140,8 +139,8 @@ class ChatService:
         def work() -> None:
             try:
                 events.put(("_result", self.retriever.search(turn.repo, question, options, progress=progress)))
-            except (QueryError, IndexStoreError, EmbeddingError) as exc:
-                events.put(("error", {"code": "search_failed", "message": str(exc)}))
+            except CodeQAError as exc:
+                events.put(("error", {"code": "search_failed", "message": exc.message}))
             except Exception as exc:  # noqa: BLE001 - a failed search must end the stream readably
                 events.put(("error", {"code": "search_failed", "message": f"Search failed: {exc}"}))
 
@@ -165,8 +164,7 @@ class ChatService:
             try:
                 self.store.save_context(turn.user, turn.repo, stored)
             except ChatStoreUnavailable as exc:
-                yield "notice", {"code": "redis_unavailable",
-                                 "message": f"The context was not saved for follow-ups: {exc}"}
+                yield "notice", {"code": exc.code, "message": f"The context was not saved for follow-ups: {exc}"}
             yield "_context", {"context": stored, "timings": result.timings_ms}
             return
 

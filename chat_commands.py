@@ -17,6 +17,8 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from errors import CodeQAError
+
 # name → (argument placeholder, what it brings); the order is the order autocomplete lists them.
 COMMANDS: dict[str, tuple[str, str]] = {
     "codebase": ("", "search the repository for your question"),
@@ -36,8 +38,10 @@ _LOCATION = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
 SUGGEST_CUTOFF = 0.75  # how close an unknown @word must be to a command name to be called a typo
 
 
-class CommandError(ValueError):
+class CommandError(CodeQAError, ValueError):
     """A command written wrongly (missing or malformed argument); the message says how to write it."""
+
+    http_status = 400
 
 
 @dataclass(frozen=True)

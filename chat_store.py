@@ -20,13 +20,17 @@ from pathlib import Path
 
 import redis
 
+from errors import UnavailableError
+
 log = logging.getLogger("codeqa.chat_store")
 
 DEFAULT_PREFIX = "codeqa"
 
 
-class ChatStoreUnavailable(RuntimeError):
+class ChatStoreUnavailable(UnavailableError):
     """Redis cannot be reached; the message is shown in the chat."""
+
+    code = "redis_unavailable"
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from dotenv import load_dotenv
 
+from errors import ConfigError
+
 
 def _env(name: str, default: str = "") -> str:
     value = os.environ.get(name, "")
@@ -25,7 +27,7 @@ def _env_int(name: str, default: int) -> int:
     try:
         return int(raw)
     except ValueError as exc:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from exc
 
 
 def _env_float(name: str, default: float) -> float:
@@ -35,7 +37,7 @@ def _env_float(name: str, default: float) -> float:
     try:
         return float(raw)
     except ValueError as exc:
-        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
 
 
 def _env_bool(name: str, default: bool) -> bool:

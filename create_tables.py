@@ -28,6 +28,7 @@ from lancedb.index import FTS, HnswSq
 
 from config import Settings
 from embeddings import Embedder
+from errors import CodeQAError
 from records import ManifestEntry, RepoInfo
 
 REGISTRY_TABLE = "codeqa_repos"
@@ -54,16 +55,20 @@ REFERENCE_TYPE = pa.struct([
 ])
 
 
-class IndexStoreError(RuntimeError):
+class IndexStoreError(CodeQAError):
     """A problem with the index the user can act on; the message says how."""
+
+    http_status = 409
 
 
 class UnknownRepoError(IndexStoreError):
-    pass
+    """No repo is indexed under that name (the message lists those that are)."""
+
+    http_status = 404
 
 
 class ModelMismatchError(IndexStoreError):
-    pass
+    """The repo was indexed with another embedding model than the configured one."""
 
 
 def symbol_schema(dim: int, with_method_signatures: bool) -> pa.Schema:
@@ -179,12 +184,21 @@ def _derive_text_columns(row: dict) -> dict:
     return row
 
 
-def _quote(value: str) -> str:
+# --- Filters (LanceDB takes SQL `WHERE` text) -----------------------------------------------------
+
+def sql_quote(value: str) -> str:
+    """A SQL string literal: the only way a value may enter a filter."""
     return "'" + value.replace("'", "''") + "'"
 
 
-def _in_filter(column: str, values: Sequence[str]) -> str:
-    return f"{column} IN ({', '.join(_quote(v) for v in values)})"
+def sql_like_escape(text: str) -> str:
+    """`text` matched literally inside a LIKE pattern (`%`, `_` and `\\` lose their meaning)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def sql_in(column: str, values: Sequence[str]) -> str:
+    """`column IN (...)` for string values."""
+    return f"{column} IN ({', '.join(map(sql_quote, values))})"
 
 
 def _chunks(items: Sequence, size: int) -> Iterable[Sequence]:
@@ -207,6 +221,16 @@ def _add_missing_columns(table, schema: pa.Schema) -> None:
     missing = [name for name in schema.names if name not in table.schema.names]
     if missing:
         table.add_columns({name: _ADDED_COLUMN_DEFAULTS[name] for name in missing})
+
+
+def table_name(info: RepoInfo, kind: str) -> str:
+    """The name of one of a repo's tables (`kind`: one of TABLE_KINDS)."""
+    return f"{info.prefix}__{kind}"
+
+
+def open_table(db: lancedb.DBConnection, info: RepoInfo, kind: str):
+    """One of a repo's tables, opened (it must exist)."""
+    return db.open_table(table_name(info, kind))
 
 
 def table_prefix(name: str) -> str:
@@ -263,26 +287,30 @@ def remove_repo(db: lancedb.DBConnection, name: str) -> RepoInfo:
     info = get_repo(db, name)
     existing = _table_names(db)
     for kind in TABLE_KINDS:
-        if f"{info.prefix}__{kind}" in existing:
-            db.drop_table(f"{info.prefix}__{kind}")
-    _registry(db).delete(f"name = {_quote(name)}")
+        if table_name(info, kind) in existing:
+            db.drop_table(table_name(info, kind))
+    _registry(db).delete(f"name = {sql_quote(name)}")
     return info
 
 
 def is_indexed_file(db: lancedb.DBConnection, info: RepoInfo, file_path: str) -> bool:
     """Whether `file_path` is in the repo's manifest (the web app serves only those files)."""
-    name = f"{info.prefix}__files"
+    name = table_name(info, "files")
     if name not in _table_names(db):
         return False
-    return db.open_table(name).count_rows(f"file_path = {_quote(file_path)}") > 0
+    return db.open_table(name).count_rows(f"file_path = {sql_quote(file_path)}") > 0
 
 
-class InvalidPathError(ValueError):
+class InvalidPathError(CodeQAError, ValueError):
     """A path that is not a plain repo-relative path (absolute, `..`, backslashes)."""
+
+    http_status = 400
 
 
 class FileNotIndexedError(IndexStoreError):
     """A well-formed path that is not an indexed file of the repo, or is no longer on disk."""
+
+    http_status = 404
 
 
 def indexed_file_path(db: lancedb.DBConnection, info: RepoInfo, raw_path: object) -> Path:
@@ -319,7 +347,7 @@ class RepoTables:
         self.files = self._open(existing, "files", FILES_SCHEMA)
 
     def _open(self, existing: set[str], kind: str, schema: pa.Schema):
-        name = f"{self.info.prefix}__{kind}"
+        name = table_name(self.info, kind)
         if name not in existing:
             return self.db.create_table(name, schema=schema, exist_ok=True)
         table = self.db.open_table(name)
@@ -346,7 +374,7 @@ class RepoTables:
         cache: dict[str, np.ndarray] = {}
         for table in self.symbol_tables:
             for chunk in _chunks(list(file_paths), 500):
-                found = _scan(table, ["text_hash", "vector"], _in_filter("file_path", chunk))
+                found = _scan(table, ["text_hash", "vector"], sql_in("file_path", chunk))
                 for text_hash, vector in zip(found["text_hash"].to_pylist(),
                                              found["vector"].to_numpy(zero_copy_only=False)):
                     cache[text_hash] = vector
@@ -356,8 +384,8 @@ class RepoTables:
         """Remove rows first, manifest entries last (see module docstring)."""
         for chunk in _chunks(list(file_paths), 500):
             for table in self.symbol_tables:
-                table.delete(_in_filter("file_path", chunk))
-            self.files.delete(_in_filter("file_path", chunk))
+                table.delete(sql_in("file_path", chunk))
+            self.files.delete(sql_in("file_path", chunk))
 
     def replace_files(self, entries: Sequence[ManifestEntry], method_rows: list[dict],
                       class_rows: list[dict]) -> None:
@@ -365,7 +393,7 @@ class RepoTables:
         paths = [entry.file_path for entry in entries]
         for chunk in _chunks(paths, 500):
             for table in self.symbol_tables:
-                table.delete(_in_filter("file_path", chunk))
+                table.delete(sql_in("file_path", chunk))
         if method_rows:
             self.methods.add(pa.Table.from_pylist(method_rows, schema=self.methods.schema))
         if class_rows:

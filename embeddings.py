@@ -12,14 +12,17 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from config import Settings
+from errors import UnavailableError
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 # Tokens the local model reads per text: 256 keeps signature, doc and the start of the body.
 LOCAL_MAX_SEQ_LENGTH = 256
 
 
-class EmbeddingError(RuntimeError):
+class EmbeddingError(UnavailableError):
     """The embedding model could not be loaded or reached; the message is for the user."""
+
+    code = "embedding_unavailable"
 
 
 class Embedder(Protocol):

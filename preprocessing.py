@@ -24,25 +24,30 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Iterator
 
+import lancedb
 from tqdm import tqdm
 
 import create_tables as tables_mod
 from config import Settings
 from create_tables import RepoTables
 from doc_sections import split_sections
-from embeddings import Embedder, EmbeddingError, get_embedder
+from embeddings import Embedder, get_embedder
+from errors import CLI_ERRORS, CodeQAError, cli_exit
 from index_plan import IndexPlan, plan_index, recorded_mtime
 from languages import CONSTRUCTOR_CALLS, DOC_KIND, DOC_LANGUAGES, FUNCTION_KINDS
 from records import FileParse, ManifestEntry, RepoInfo, RepoStats, SymbolInfo
 from references import resolve_references
 from repo_files import RepoPathError, SourceFile, WalkReport, walk_repo
+from services import Services
 from treesitter import ParsedFile, parse_source
 
 log = logging.getLogger("codeqa.index")
 
 
-class NothingToIndexError(RuntimeError):
-    pass
+class NothingToIndexError(CodeQAError):
+    """The path holds no file CodeQA can index (the message counts what was skipped, and why)."""
+
+    http_status = 400
 
 
 @dataclass
@@ -223,14 +228,17 @@ def _register(db, name: str, root: Path, embedder: Embedder) -> RepoTables:
 
 
 def index_repo(root: str | Path, settings: Settings, name: str | None = None,
-               rebuild: bool = False, progress: bool | None = None) -> IndexReport:
-    """Bring the index of `root` up to date and return what was done."""
+               rebuild: bool = False, progress: bool | None = None,
+               db: lancedb.DBConnection | None = None) -> IndexReport:
+    """Bring the index of `root` up to date and return what was done (in `db`, else a new
+    connection to the configured database)."""
     with batch_gc():
-        return _index_repo(root, settings, name, rebuild, progress)
+        return _index_repo(root, settings, name, rebuild, progress,
+                           db if db is not None else tables_mod.connect(settings))
 
 
 def _index_repo(root: str | Path, settings: Settings, name: str | None, rebuild: bool,
-                progress: bool | None) -> IndexReport:
+                progress: bool | None, db: lancedb.DBConnection) -> IndexReport:
     total_start = time.perf_counter()
     root_path = Path(root).expanduser()
     if not root_path.exists():
@@ -238,7 +246,6 @@ def _index_repo(root: str | Path, settings: Settings, name: str | None, rebuild:
     if not root_path.is_dir():
         raise RepoPathError(f"{root} is not a directory.")
     root_path = root_path.resolve()
-    db = tables_mod.connect(settings)
     name = resolve_repo_name(db, root_path, name)
     report = IndexReport(name=name, root=str(root_path))
 
@@ -431,27 +438,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-USER_ERRORS = (RepoPathError, NothingToIndexError, tables_mod.IndexStoreError, EmbeddingError, ValueError)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        settings = Settings.from_env()
+        services = Services(Settings.from_env())
         if args.command == "index":
-            report = index_repo(args.path, settings, name=args.name, rebuild=args.rebuild,
-                                progress=False if args.no_progress else None)
+            report = index_repo(args.path, services.settings, name=args.name, rebuild=args.rebuild,
+                                progress=False if args.no_progress else None, db=services.db)
             print(_format_report(report))
         elif args.command == "list":
-            print(_format_repos(tables_mod.list_repos(tables_mod.connect(settings))))
+            print(_format_repos(services.repos()))
         else:
-            info = tables_mod.remove_repo(tables_mod.connect(settings), args.name)
+            info = tables_mod.remove_repo(services.db, args.name)
             print(f"Removed {info.name} ({info.root}).")
-    except USER_ERRORS as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    except CLI_ERRORS as exc:
+        return cli_exit(exc)
     except KeyboardInterrupt:
         print("interrupted: the index is consistent; rerun to finish", file=sys.stderr)
         return 130

@@ -32,6 +32,7 @@ from pathlib import Path, PurePosixPath
 
 import pathspec
 
+from errors import CodeQAError
 from languages import DOC_LANGUAGES, VENDORED_DIRS, VENDORED_MARKERS, language_for
 
 BINARY_EXTENSIONS = frozenset(
@@ -51,8 +52,10 @@ MINIFIED_MAX_LINE = 5000
 MAX_EXAMPLES = 5
 
 
-class RepoPathError(ValueError):
+class RepoPathError(CodeQAError, ValueError):
     """The repository root is missing or not a directory."""
+
+    http_status = 400
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from errors import UnavailableError
+
 QUERY_MAX_TOKENS = 64  # ColBERT queries are trained at ~32 tokens; longer ones only add cost
 DOC_MAX_TOKENS = 300  # about 1000 characters of code; cost grows linearly with it
 _CHARS_PER_TOKEN_BOUND = 10  # pre-cut huge documents before the tokenizer sees them
@@ -24,8 +26,10 @@ _DOWNLOAD_PATTERNS = ["*.json", "*.txt", "*.safetensors"]
 _TRUE_VALUES = {"1", "ON", "YES", "TRUE"}
 
 
-class RerankUnavailable(RuntimeError):
+class RerankUnavailable(UnavailableError):
     """ColBERT cannot run here; the message says why and how to fix it."""
+
+    code = "rerank_unavailable"
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import Iterable
 
 import create_tables
 from chat_commands import Command, CommandError
+from create_tables import sql_in, sql_like_escape, sql_quote
 from languages import CONSTRUCTOR_CALLS, DOC_KIND, file_role, language_for
 from packing import Definition, FileText, Span
 from records import FileParse, RepoInfo, SymbolInfo
@@ -42,14 +43,6 @@ INDEX_CACHE = 8  # repos whose symbol index stays in memory
 # How sure the indexer was that a use is a use of this definition; surer first.
 RESOLUTION_ORDER = {"qualified": 0, "self": 0, "unique": 1, "import": 1, "same_file": 2, "same_package": 3,
                     "ambiguous": 4}
-
-
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 @dataclass
@@ -118,7 +111,7 @@ class CommandResolver:
         return index
 
     def _table(self, repo: RepoInfo, kind: str):
-        return self.db.open_table(f"{repo.prefix}__{kind}")
+        return create_tables.open_table(self.db, repo, kind)
 
     def rows(self, repo: RepoInfo, where: str, columns: list[str] = ROW_COLUMNS, limit: int | None = 200) -> list[dict]:
         rows: list[dict] = []
@@ -130,8 +123,8 @@ class CommandResolver:
     def definitions(self, repo: RepoInfo, name: str) -> list[dict]:
         """Rows defining `name`: exact qualified name, `….name`, or plain name; best first."""
         wanted = name.replace("::", ".").replace("#", ".")
-        where = (f"qualified_name = {_quote(wanted)} OR name = {_quote(wanted)} OR "
-                 f"qualified_name LIKE {_quote('%.' + _like_escape(wanted))}")
+        where = (f"qualified_name = {sql_quote(wanted)} OR name = {sql_quote(wanted)} OR "
+                 f"qualified_name LIKE {sql_quote('%.' + sql_like_escape(wanted))}")
         rows = self.rows(repo, where)
         return sorted(rows, key=lambda r: (r["qualified_name"] != wanted, file_role(r["file_path"]) == "test",
                                            -(r["reference_count"] or 0), r["file_path"], r["start_line"]))
@@ -142,7 +135,7 @@ class CommandResolver:
         Raises FileNotIndexedError / InvalidPathError (from the one gate to the disk) or OSError."""
         target = create_tables.indexed_file_path(self.db, repo, path)
         lines = target.read_text(encoding="utf-8", errors="replace").splitlines()
-        where = f"file_path = {_quote(path)}"
+        where = f"file_path = {sql_quote(path)}"
         columns = ["kind", "qualified_name", "signature", "start_line", "end_line", "language"]
         rows = [r for kind in ("methods", "classes")
                 for r in self._table(repo, kind).search().where(where).select(columns).limit(None).to_list()]
@@ -280,9 +273,9 @@ class Lookup:
         """All uses of these definitions (beyond the ones stored with their rows), resolved the way
         the indexer resolves them, from the files whose parse results mention their names."""
         names = sorted({r["name"] for r in rows})
-        mentions = " OR ".join(f"parsed LIKE {_quote('%' + _like_escape(chr(34) + n + chr(34)) + '%')}" for n in names)
+        mentions = " OR ".join(f"parsed LIKE {sql_quote('%' + sql_like_escape(chr(34) + n + chr(34)) + '%')}" for n in names)
         files = self.resolver.file_parses(self.repo, mentions)
-        named = self.resolver.rows(self.repo, f"name IN ({', '.join(_quote(n) for n in names)})",
+        named = self.resolver.rows(self.repo, sql_in("name", names),
                                     ["id", "file_path", "language", "kind", "name", "qualified_name", "parent"],
                                     None)
         symbols = _symbols(files, named)
@@ -338,7 +331,7 @@ class Lookup:
         around = _enclosing(text, line, line)
         start, end = (around.start, around.end) if around else (line - LINE_CONTEXT, line + LINE_CONTEXT)
         resolution.spans.append(Span(text.path, start, end, command.label, base, frozenset({line})))
-        files = self.resolver.file_parses(self.repo, f"file_path = {_quote(text.path)}")
+        files = self.resolver.file_parses(self.repo, f"file_path = {sql_quote(text.path)}")
         sites = sorted((s for f in files for s in f.references if abs(s.line - line) <= SYMBOLS_AT_WINDOW),
                        key=lambda s: (abs(s.line - line), s.line, s.column))
         if not sites:
@@ -346,7 +339,7 @@ class Lookup:
                                     f"line {line}.")
             return
         names = {s.name for s in sites} | {s.qualifier for s in sites if s.name in CONSTRUCTOR_CALLS and s.qualifier}
-        named = self.resolver.rows(self.repo, f"name IN ({', '.join(_quote(n) for n in sorted(names))})",
+        named = self.resolver.rows(self.repo, sql_in("name", sorted(names)),
                                     ["id", "file_path", "language", "kind", "name", "qualified_name", "parent"],
                                     None)
         window = [replace(f, references=tuple(sites)) for f in files]
@@ -360,7 +353,7 @@ class Lookup:
             resolution.notes.append(f"{command.label}: not defined in {self.repo.name}: {', '.join(unresolved)}.")
         if not used:
             return
-        rows = {r["id"]: r for r in self.resolver.rows(self.repo, f"id IN ({', '.join(_quote(i) for i in used)})")}
+        rows = {r["id"]: r for r in self.resolver.rows(self.repo, sql_in("id", used))}
         for number, ident in enumerate(used[:MAX_SYMBOLS_AT]):
             if ident in rows:
                 resolution.spans += self.definition_spans(rows[ident], command.label, base + 1 + number)

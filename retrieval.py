@@ -24,25 +24,30 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every hybrid query otherwise; read at import
+import lancedb
 from lancedb.query import MultiMatchQuery
 from lancedb.rerankers import LinearCombinationReranker, RRFReranker
 
 import create_tables
 import prompts
 from config import Settings
-from embeddings import EmbeddingError, get_embedder
+from create_tables import sql_like_escape, sql_quote
+from embeddings import get_embedder
+from errors import CLI_ERRORS, CodeQAError, cli_exit
 from languages import INDEXED_EXTENSIONS, file_role
 from llm import LLMClient, LLMUnavailable
+
+if TYPE_CHECKING:
+    from services import Services
 
 MAX_QUERY_CHARS = 20_000
 EMBED_QUERY_CHARS = 1_200  # what the embedder sees of a long query: its opening (title, prose)
 MAX_KEYWORDS = 64  # BM25 terms taken from a query
 MAX_EXACT = 5  # rows an exact mention may lift to the top
-FTS_COLUMNS = ["search_text", "name_text", "path_text"]
-FTS_BOOSTS = [1.0, 2.0, 1.0]
+FTS_BOOSTS = [1.0, 2.0, 1.0]  # of create_tables.FTS_COLUMNS, in order
 SELECT = ["id", "kind", "name", "qualified_name", "file_path", "start_line", "end_line", "language",
           "signature", "doc", "code", "parent", "references", "reference_count"]
 FIRST_PASS = 5  # methods and classes each, shown to HyDE step 2
@@ -60,8 +65,10 @@ def _silent(stage: str, state: str, ms: float | None, detail: str) -> None:
     """The default progress listener: nobody is listening."""
 
 
-class QueryError(ValueError):
+class QueryError(CodeQAError, ValueError):
     """The query itself is unusable (empty, too long); the message says why."""
+
+    http_status = 400
 
 
 @dataclass
@@ -196,30 +203,23 @@ class _Stages:
             self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - start) * 1000
 
 
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def _where(options: SearchOptions) -> str | None:
     clauses = []
     if options.language:
-        clauses.append(f"language = {_quote(options.language.lower())}")
+        clauses.append(f"language = {sql_quote(options.language.lower())}")
     if options.path_prefix:
         prefix = options.path_prefix.strip().lstrip("./")
-        clauses.append(f"file_path LIKE {_quote(_like_escape(prefix) + '%')}")
+        clauses.append(f"file_path LIKE {sql_quote(sql_like_escape(prefix) + '%')}")
     return " AND ".join(clauses) or None
 
 
 class Retriever:
     """Loads the embedder, LLM client and reranker once; `search()` is safe to call from threads."""
 
-    def __init__(self, settings: Settings, llm: LLMClient | None = None, threads: int | None = 1) -> None:
+    def __init__(self, settings: Settings, llm: LLMClient | None = None, threads: int | None = 1,
+                 db: lancedb.DBConnection | None = None) -> None:
         self.settings = settings
-        self.db = create_tables.connect(settings)
+        self.db = db if db is not None else create_tables.connect(settings)  # services.Services shares one
         self.embedder = get_embedder(settings, threads=threads)
         self.embedder.embed(["warm up"])  # load the model now, not inside the first query's timing
         self._llm = llm
@@ -243,7 +243,7 @@ class Retriever:
         key = (repo.prefix, kind)
         with self._lock:
             if key not in self._tables:
-                self._tables[key] = self.db.open_table(f"{repo.prefix}__{kind}")
+                self._tables[key] = create_tables.open_table(self.db, repo, kind)
             table = self._tables[key]
         table.checkout_latest()
         return table
@@ -329,7 +329,7 @@ class Retriever:
 
     def _query(self, table, vector, keywords: str, options: SearchOptions, where: str | None,
                limit: int) -> list[dict]:
-        text_query = MultiMatchQuery(keywords, FTS_COLUMNS, boosts=FTS_BOOSTS) if keywords else None
+        text_query = MultiMatchQuery(keywords, list(create_tables.FTS_COLUMNS), boosts=FTS_BOOSTS) if keywords else None
         if options.mode == "vector" or (options.mode == "hybrid" and text_query is None):
             builder = table.search(vector, query_type="vector").distance_type("cosine").ef(ANN_EF)
             score = lambda row: 1.0 - row["_distance"]  # noqa: E731
@@ -416,15 +416,15 @@ class Retriever:
     def _exact_rows(self, repo, kind: str, parsed: ParsedQuery, options: SearchOptions) -> list[dict]:
         clauses = []
         if parsed.symbols:
-            names = ", ".join(_quote(s) for s in parsed.symbols)
-            last = ", ".join(_quote(s.rsplit(".", 1)[-1]) for s in parsed.symbols if "." in s)
+            names = ", ".join(sql_quote(s) for s in parsed.symbols)
+            last = ", ".join(sql_quote(s.rsplit(".", 1)[-1]) for s in parsed.symbols if "." in s)
             clauses.append(f"qualified_name IN ({names})")
             clauses.append(f"name IN ({names})")
             if last:
                 clauses.append(f"(name IN ({last}) AND kind != 'doc')")
         for path in parsed.files:
-            clauses.append(f"file_path = {_quote(path)}")
-            clauses.append(f"file_path LIKE {_quote('%/' + _like_escape(path))}")
+            clauses.append(f"file_path = {sql_quote(path)}")
+            clauses.append(f"file_path LIKE {sql_quote('%/' + sql_like_escape(path))}")
         where = "(" + " OR ".join(clauses) + ")"
         extra = _where(options)
         if extra:
@@ -541,18 +541,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _context_main(args: argparse.Namespace) -> int:
+def _context_main(args: argparse.Namespace, services: Services) -> int:
     """`retrieval.py context`: print the packed context (or its JSON) for one message."""
-    from context import ContextBuilder
-    from resolver import CommandResolver
-
-    settings = Settings.from_env()
     if args.budget is not None and args.budget < 1:
         raise QueryError("--budget must be a positive number of tokens.")
-    retriever = Retriever(settings)
-    builder = ContextBuilder(retriever, CommandResolver(retriever.db))
-    assembled = builder.build(args.repo, args.message, SearchOptions(k=args.k, hyde=args.hyde),
-                              args.budget or settings.context_tokens)
+    assembled = services.context.build(args.repo, args.message, SearchOptions(k=args.k, hyde=args.hyde),
+                                       args.budget or services.settings.context_tokens)
     if args.json:
         print(json.dumps(assembled.to_json()))
         return 0
@@ -578,34 +572,44 @@ def _batch(path: str) -> Iterator[tuple[str, str]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "context":
-        try:
-            return _context_main(args)
-        except (QueryError, create_tables.IndexStoreError, EmbeddingError, OSError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-    if bool(args.query) == bool(args.batch):
+    if args.command == "search" and bool(args.query) == bool(args.batch):
         print("error: give either a QUESTION or --batch FILE", file=sys.stderr)
         return 2
-    options = SearchOptions(k=args.k, hyde=not args.no_hyde, rerank=args.rerank, language=args.lang,
-                            path_prefix=args.path, mode=args.mode, pool=args.pool)
+    from services import Services  # the CLI is a face over the core, which imports this module
+
+    services = None
     try:
-        retriever = Retriever(Settings.from_env())
-        queries = _batch(args.batch) if args.batch else [(None, args.query)]
-        for query_id, query in queries:
-            try:
-                result = retriever.search(args.repo, query, options, query_id=query_id)
-            except QueryError as exc:
-                if not args.batch:
-                    raise
-                print(json.dumps({"id": query_id, "query": query, "error": str(exc)}), flush=True)
-                continue
-            print(json.dumps(result.to_json()) if args.json else _format_human(result), flush=True)
-    except (QueryError, create_tables.IndexStoreError, EmbeddingError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        services = Services(Settings.from_env())
+        if args.command == "context":
+            return _context_main(args, services)
+        _search_main(args, services)
+    except CLI_ERRORS as exc:
+        return cli_exit(exc)
+    finally:
+        if services is not None:
+            services.close()
     return 0
 
 
+def _search_main(args: argparse.Namespace, services: Services) -> None:
+    """`retrieval.py search`: one question, or a JSONL batch (a bad query there is one error line)."""
+    options = SearchOptions(k=args.k, hyde=not args.no_hyde, rerank=args.rerank, language=args.lang,
+                            path_prefix=args.path, mode=args.mode, pool=args.pool)
+    queries = _batch(args.batch) if args.batch else [(None, args.query)]
+    for query_id, query in queries:
+        try:
+            result = services.retriever.search(args.repo, query, options, query_id=query_id)
+        except QueryError as exc:
+            if not args.batch:
+                raise
+            print(json.dumps({"id": query_id, "query": query, "error": str(exc)}), flush=True)
+            continue
+        print(json.dumps(result.to_json()) if args.json else _format_human(result), flush=True)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main, not this `__main__` copy: the services core imports
+    # `retrieval`, and one copy of its classes (QueryError, SearchOptions) must serve both.
+    from retrieval import main as module_main
+
+    sys.exit(module_main())

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import LCSseq
 
+from create_tables import open_table
+from languages import DOC_KIND
+
 MAX_ITEMS = 20
 PREFIX_SCAN = 5_000  # prefix matches looked at before ranking (a one-letter prefix matches thousands)
 SIMILAR_CUTOFF = 70  # rapidfuzz WRatio (0-100) for a "did you mean"
@@ -148,8 +151,8 @@ def load_symbol_index(db, repo) -> SymbolIndex:
     columns = ["name", "qualified_name", "kind", "file_path", "start_line", "reference_count"]
     symbols: list[SymbolEntry] = []
     for kind in ("methods", "classes"):
-        rows = db.open_table(f"{repo.prefix}__{kind}").search().where("kind != 'doc'").select(
+        rows = open_table(db, repo, kind).search().where(f"kind != '{DOC_KIND}'").select(
             columns).limit(None).to_arrow().to_pylist()
         symbols += [SymbolEntry(**{**row, "reference_count": row["reference_count"] or 0}) for row in rows]
-    files = db.open_table(f"{repo.prefix}__files").search().select(["file_path"]).limit(None).to_arrow()
+    files = open_table(db, repo, "files").search().select(["file_path"]).limit(None).to_arrow()
     return SymbolIndex(symbols, files["file_path"].to_pylist())

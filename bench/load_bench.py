@@ -16,7 +16,6 @@ import http.cookiejar
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,34 +26,21 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from servers import free_port, start_server  # noqa: E402
+
 QUESTIONS = ["how are database migrations applied", "where is the CSRF token checked",
              "how does the template engine find templates", "where are URL patterns resolved",
              "how is a model saved to the database", "where are session cookies signed",
              "how does the ORM build a SQL query", "where are middleware hooks called"]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_server(data_dir: Path, port: int) -> subprocess.Popen:
+def start_app(data_dir: Path, port: int) -> subprocess.Popen:
     env = {**os.environ, "CODEQA_DATA_DIR": str(data_dir), "CODEQA_ANSWER_TOKENS": "32",
            "CODEQA_CONTEXT_TOKENS": "600", "LANCEDB_LOG": "error", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(port), "--threads", "32"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.time() + 180
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/repos", timeout=2).read()
-            return proc
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError(proc.stderr.read().decode()[-2000:])
-            time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError("the server did not come up in 180 s")
+    return start_server([sys.executable, str(ROOT / "app.py"), "--port", str(port), "--threads", "32"], env,
+                        f"http://127.0.0.1:{port}/api/repos", timeout=180)
 
 
 class User:
@@ -128,7 +114,7 @@ def main() -> None:
     args = parser.parse_args()
 
     port = free_port()
-    server = start_server(args.data_dir, port)
+    server = start_app(args.data_dir, port)
     try:
         base = f"http://127.0.0.1:{port}"
         warm = User(base, args.repo, -1)  # first queries load the indexes: measure steady state

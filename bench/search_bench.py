@@ -58,7 +58,7 @@ def docstring_queries(settings: Settings, count: int) -> list[str]:
 
     db = create_tables.connect(settings)
     info = create_tables.get_repo(db, REPO)
-    rows = db.open_table(f"{info.prefix}__methods").search().where("doc != ''").select(["doc"]).limit(
+    rows = create_tables.open_table(db, info, "methods").search().where("doc != ''").select(["doc"]).limit(
         None).to_list()
     random.Random(7).shuffle(rows)
     return [r["doc"].strip().splitlines()[0][:200] for r in rows[:count]]

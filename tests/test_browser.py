@@ -7,13 +7,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SAMPLE_REPO, free_port, http_server, settings_for
+from conftest import ROOT, SAMPLE_REPO, http_server, settings_for
+from servers import free_port, start_server
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
@@ -44,19 +43,10 @@ def serve(data_dir: Path, llm_url: str) -> tuple[subprocess.Popen, str]:
            "CODEQA_CHAT_MODEL": "local", "CODEQA_ANSWER_TOKENS": "40", "CODEQA_CONTEXT_TOKENS": "700",
            "HF_HUB_OFFLINE": "1", "LANCEDB_LOG": "error"}
     env.pop("REDIS_URL", None)
-    proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(port)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
-    for _ in range(240):
-        try:
-            urllib.request.urlopen(base + "/api/repos", timeout=2).read()
-            return proc, base
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError(proc.stderr.read().decode()[-3000:])
-            time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError("the app did not start")
+    proc = start_server([sys.executable, str(ROOT / "app.py"), "--port", str(port)], env, base + "/api/repos",
+                        timeout=120)
+    return proc, base
 
 
 def stop(proc: subprocess.Popen) -> None:

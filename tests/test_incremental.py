@@ -27,7 +27,7 @@ def snapshot(settings, repo: str) -> dict[str, dict[str, dict]]:
     info = create_tables.get_repo(db, repo)
     out = {}
     for kind in ("methods", "classes"):
-        rows = db.open_table(f"{info.prefix}__{kind}").to_arrow().to_pylist()
+        rows = create_tables.open_table(db, info, kind).to_arrow().to_pylist()
         out[kind] = {r["id"]: r for r in rows}
         assert len(out[kind]) == len(rows), "duplicate row ids"
     return out
@@ -118,7 +118,7 @@ def test_files_are_read_only_when_size_or_mtime_changed(settings, sample_copy):
 
     # A manifest without mtimes (written before they were kept) makes every file hashed once.
     db = create_tables.connect(settings)
-    db.open_table(f"{create_tables.get_repo(db, 's').prefix}__files").update(values={"mtime_ns": 0})
+    create_tables.open_table(db, create_tables.get_repo(db, "s"), "files").update(values={"mtime_ns": 0})
     third = index_repo(sample_copy, settings, name="s", progress=False)
     assert (third.changed, third.unchanged) == (1, files - 1)
     assert any(r["qualified_name"] == "Cbrt" for r in snapshot(settings, "s")["classes"].values())

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 def table_rows(settings, repo: str, kind: str) -> list[dict]:
     db = create_tables.connect(settings)
     info = create_tables.get_repo(db, repo)
-    return db.open_table(f"{info.prefix}__{kind}").to_arrow().to_pylist()
+    return create_tables.open_table(db, info, kind).to_arrow().to_pylist()
 
 
 def by_symbol(rows: list[dict]) -> dict[tuple[str, str], list[dict]]:
@@ -190,7 +190,7 @@ def test_large_tables_get_a_vector_index_that_search_uses(settings, sample_copy,
     index_repo(sample_copy, settings, name="ann", progress=False)
     db = create_tables.connect(settings)
     info = create_tables.get_repo(db, "ann")
-    methods = db.open_table(f"{info.prefix}__methods")
+    methods = create_tables.open_table(db, info, "methods")
     assert any(ix.columns == ["vector"] for ix in methods.list_indices())
     result = Retriever(settings).search("ann", "read products from CSV text",
                                         SearchOptions(k=5, hyde=False, mode="vector"))

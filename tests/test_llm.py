@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
-from pathlib import Path
 
-import psutil
 import pytest
 
 import llm
 from config import Settings
 from conftest import http_server
+from llm_server import EMBEDDED_MODEL_NAME, LocalLLMServer
+from servers import free_port
 
 PROMPT = [{"role": "user", "content": "Write a Python function that adds two numbers."}]
 Handler = Callable[[BaseHTTPRequestHandler], None]
@@ -40,12 +37,6 @@ def reply_json(status: int, body: object) -> Handler:
     return handle
 
 
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 # --- embedded model -----------------------------------------------------------------------
 
 
@@ -64,114 +55,12 @@ def test_stream_yields_several_deltas(embedded_client: llm.LLMClient) -> None:
 
 @pytest.mark.integration
 def test_status_reports_running_embedded_model(
-    embedded_client: llm.LLMClient, embedded_server: llm.LocalLLMServer
+    embedded_client: llm.LLMClient, embedded_server: LocalLLMServer
 ) -> None:
     status = embedded_client.status()
     assert status.available and status.embedded
     assert status.base_url == embedded_server.base_url()
-    assert status.models == {"hyde": llm.EMBEDDED_MODEL_NAME, "chat": llm.EMBEDDED_MODEL_NAME}
-
-
-@pytest.mark.integration
-def test_assembled_model_matches_pinned_checksum(llm_data_dir: Path) -> None:
-    model = llm_data_dir / "models" / llm.MODEL_FILE_NAME
-    llm.verify_file(model, llm.MODEL_SIZE, llm.MODEL_SHA256)
-    assert [p.name for p in model.parent.iterdir()] == [llm.MODEL_FILE_NAME]
-
-
-@pytest.mark.integration
-def test_second_server_adopts_running_one_and_leaves_it_running(
-    embedded_settings: Settings, embedded_server: llm.LocalLLMServer
-) -> None:
-    other = llm.LocalLLMServer(embedded_settings)
-    assert other.base_url() == embedded_server.base_url()
-    assert other.pid == embedded_server.pid and not other.owned
-    other.close()
-    assert embedded_server.pid is not None and psutil.pid_exists(embedded_server.pid)
-    assert embedded_server.running_url() == embedded_server.base_url()
-
-
-def llama_servers_under(data_dir: Path) -> list[psutil.Process]:
-    """Our children that run llama_cpp.server on a model inside `data_dir`."""
-    return [
-        child
-        for child in psutil.Process().children()
-        if "llama_cpp.server" in child.cmdline() and any(str(data_dir) in a for a in child.cmdline())
-    ]
-
-
-@pytest.mark.integration
-def test_concurrent_first_calls_start_one_server_and_close_stops_it(
-    tmp_path: Path, llm_data_dir: Path
-) -> None:
-    (tmp_path / "models").mkdir()
-    name = llm.MODEL_FILE_NAME
-    os.link(llm_data_dir / "models" / name, tmp_path / "models" / name)  # no 491 MB copy
-    settings = Settings(data_dir=tmp_path, llm_base_url="", local_llm=True)
-    client = llm.LLMClient(settings)
-    assert client.server is not None
-    urls: list[str] = []
-    threads = [threading.Thread(target=lambda: urls.append(client.server.base_url())) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(urls) == 4 and len(set(urls)) == 1
-    assert [p.pid for p in llama_servers_under(tmp_path)] == [client.server.pid]
-    assert client.complete("chat", PROMPT, max_tokens=4)
-    pid = client.server.pid
-    assert pid is not None and client.server.owned
-    assert (tmp_path / "run" / "llm-server.json").is_file()
-    client.close()
-    assert not psutil.pid_exists(pid)
-    assert not (tmp_path / "run" / "llm-server.json").exists()
-    assert (tmp_path / "logs" / "llama-server.log").stat().st_size > 0
-
-
-# --- model file verification (small files, no extra 491 MB writes) --------------------------
-
-
-def write_parts(tmp_path: Path) -> tuple[list[Path], bytes]:
-    chunks = [b"first part ", b"second part ", b"third"]
-    parts = []
-    for index, chunk in enumerate(chunks):
-        part = tmp_path / f"part{index}.bin"
-        part.write_bytes(chunk)
-        parts.append(part)
-    return parts, b"".join(chunks)
-
-
-@pytest.mark.unit
-def test_assemble_writes_verified_file(tmp_path: Path) -> None:
-    parts, whole = write_parts(tmp_path)
-    target = tmp_path / "models" / "model.gguf"
-    llm.assemble_file(parts, target, len(whole), hashlib.sha256(whole).hexdigest())
-    assert target.read_bytes() == whole
-    assert [p.name for p in target.parent.iterdir()] == ["model.gguf"]
-
-
-@pytest.mark.unit
-def test_assemble_rejects_wrong_checksum_and_leaves_nothing(tmp_path: Path) -> None:
-    parts, whole = write_parts(tmp_path)
-    target = tmp_path / "models" / "model.gguf"
-    with pytest.raises(llm.ModelFileError, match="sha256"):
-        llm.assemble_file(parts, target, len(whole), "0" * 64)
-    assert list(target.parent.iterdir()) == []
-
-
-@pytest.mark.unit
-def test_verify_rejects_wrong_size(tmp_path: Path) -> None:
-    path = tmp_path / "model.gguf"
-    path.write_bytes(b"truncated")
-    with pytest.raises(llm.ModelFileError, match="expected 100 bytes"):
-        llm.verify_file(path, 100, hashlib.sha256(b"truncated").hexdigest())
-
-
-@pytest.mark.unit
-def test_model_parts_are_found_in_installed_packages() -> None:
-    parts = llm.model_part_paths()
-    assert len(parts) == 6
-    assert sum(p.stat().st_size for p in parts) == llm.MODEL_SIZE
+    assert status.models == {"hyde": EMBEDDED_MODEL_NAME, "chat": EMBEDDED_MODEL_NAME}
 
 
 # --- failures from remote endpoints ---------------------------------------------------------
@@ -179,7 +68,7 @@ def test_model_parts_are_found_in_installed_packages() -> None:
 
 @pytest.mark.unit
 def test_unreachable_endpoint_is_reported_after_retries() -> None:
-    url = f"http://127.0.0.1:{closed_port()}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"
     client = llm.LLMClient(remote_settings(url), retries=2, backoff=0.01)
     with pytest.raises(llm.LLMUnavailable) as caught:
         client.complete("chat", PROMPT, max_tokens=16)

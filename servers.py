@@ -1,0 +1,62 @@
+"""Local server processes: a free loopback port to start one on, and waiting until it answers.
+
+The embedded LLM server, the test suite's Redis and web servers and the load benchmark all
+start a process and poll it until it is ready; this is the one place that knows how.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def answers(url: str, timeout: float = 2.0) -> bool:
+    """True if a GET of `url` returns 200."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def wait_until_ready(proc: subprocess.Popen, ready: Callable[[], bool], timeout: float,
+                     interval: float = 0.1) -> str | None:
+    """Poll `ready()` until it holds: None then, else why not (the process exited, or time ran out).
+
+    The caller decides what a failure means (stop the process, read its log, raise)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return f"exited with code {proc.returncode}"
+        if ready():
+            return None
+        time.sleep(interval)
+    return f"was not ready after {timeout:g} s"
+
+
+def start_server(command: Sequence[str], env: Mapping[str, str], ready_url: str,
+                 timeout: float) -> subprocess.Popen:
+    """Start `command` and wait until `ready_url` answers; on failure kill it and raise with the
+    end of its stderr. Its stderr goes to a temporary file, so a chatty server never blocks."""
+    stderr = tempfile.TemporaryFile()
+    proc = subprocess.Popen(list(command), env=dict(env), stdout=subprocess.DEVNULL, stderr=stderr)
+    problem = wait_until_ready(proc, lambda: answers(ready_url), timeout, interval=0.5)
+    if problem is None:
+        return proc
+    proc.kill()
+    proc.wait()
+    stderr.seek(0)
+    tail = stderr.read().decode("utf-8", "replace")[-3000:]
+    raise RuntimeError(f"{' '.join(command[:2])} {problem}: {tail}")

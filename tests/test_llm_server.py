@@ -1,0 +1,66 @@
+"""The embedded llama.cpp server: one per data dir, adopted by others, stopped by its owner."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import psutil
+import pytest
+
+import llm
+from config import Settings
+from llm_server import LocalLLMServer
+from llm_weights import MODEL_FILE_NAME
+
+pytestmark = pytest.mark.integration
+
+PROMPT = [{"role": "user", "content": "Write a Python function that adds two numbers."}]
+
+
+def test_second_server_adopts_running_one_and_leaves_it_running(
+    embedded_settings: Settings, embedded_server: LocalLLMServer
+) -> None:
+    other = LocalLLMServer(embedded_settings)
+    assert other.base_url() == embedded_server.base_url()
+    assert other.pid == embedded_server.pid and not other.owned
+    other.close()
+    assert embedded_server.pid is not None and psutil.pid_exists(embedded_server.pid)
+    assert embedded_server.running_url() == embedded_server.base_url()
+
+
+def llama_servers_under(data_dir: Path) -> list[psutil.Process]:
+    """Our children that run llama_cpp.server on a model inside `data_dir`."""
+    return [
+        child
+        for child in psutil.Process().children()
+        if "llama_cpp.server" in child.cmdline() and any(str(data_dir) in a for a in child.cmdline())
+    ]
+
+
+def test_concurrent_first_calls_start_one_server_and_close_stops_it(
+    tmp_path: Path, llm_data_dir: Path
+) -> None:
+    (tmp_path / "models").mkdir()
+    name = MODEL_FILE_NAME
+    os.link(llm_data_dir / "models" / name, tmp_path / "models" / name)  # no 491 MB copy
+    settings = Settings(data_dir=tmp_path, llm_base_url="", local_llm=True)
+    client = llm.LLMClient(settings)
+    assert client.server is not None
+    urls: list[str] = []
+    threads = [threading.Thread(target=lambda: urls.append(client.server.base_url())) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(urls) == 4 and len(set(urls)) == 1
+    assert [p.pid for p in llama_servers_under(tmp_path)] == [client.server.pid]
+    assert client.complete("chat", PROMPT, max_tokens=4)
+    pid = client.server.pid
+    assert pid is not None and client.server.owned
+    assert (tmp_path / "run" / "llm-server.json").is_file()
+    client.close()
+    assert not psutil.pid_exists(pid)
+    assert not (tmp_path / "run" / "llm-server.json").exists()
+    assert (tmp_path / "logs" / "llama-server.log").stat().st_size > 0
