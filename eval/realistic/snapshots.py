@@ -27,6 +27,7 @@ from pathlib import Path
 
 import create_tables
 from config import Settings
+from languages import DOC_KIND
 from preprocessing import index_repo
 from repo_files import SourceFile, walk_repo
 
@@ -63,12 +64,11 @@ class Snapshot:
         if not paths:
             return []
         db = create_tables.connect(self.settings(base))
-        prefix = create_tables.table_prefix(self.index_name)
-        quoted = ", ".join("'" + path.replace("'", "''") + "'" for path in paths)
-        where = f"file_path IN ({quoted})" + (" AND kind != 'doc'" if code_only else "")
+        info = create_tables.get_repo(db, self.index_name)
+        where = create_tables.sql_in("file_path", paths) + (f" AND kind != '{DOC_KIND}'" if code_only else "")
         rows: list[dict] = []
         for kind in ("methods", "classes"):
-            table = db.open_table(f"{prefix}__{kind}")
+            table = create_tables.open_table(db, info, kind)
             rows += table.search().where(where).select(columns).limit(None).to_arrow().to_pylist()
         return rows
 
