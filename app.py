@@ -21,6 +21,7 @@ from flask import Flask
 import web
 from answer import ChatBudget
 from config import Settings
+from errors import CLI_ERRORS, cli_exit
 from services import Services
 
 log = logging.getLogger("codeqa.app")
@@ -73,8 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from waitress import serve
 
-    app = create_app()
-    app.extensions["codeqa"].start()  # load models and start embedded services before the first request
+    try:
+        app = create_app()
+        app.extensions["codeqa"].start()  # load models and start embedded services before the first request
+    except CLI_ERRORS as exc:
+        return cli_exit(exc)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # run atexit cleanups on `kill`
     log.info("CodeQA on http://%s:%d", args.host, args.port)
     try:
