@@ -80,6 +80,13 @@ class LanguageSpec:
 
 
 _C_BODY_TYPES = frozenset({"compound_statement", "field_declaration_list", "enumerator_list"})
+# What JavaScript and TypeScript share beyond ecmascript.scm: exports, decorators, constructors.
+_ECMASCRIPT = MappingProxyType({
+    "wrappers": MappingProxyType({"export_statement": True}),
+    "prefix_types": frozenset({"decorator"}),
+    "decorator_types": frozenset({"decorator"}),
+    "constructor_names": frozenset({"constructor"}),
+})
 
 LANGUAGES: dict[str, LanguageSpec] = {
     spec.name: spec
@@ -112,10 +119,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             grammar=tree_sitter_javascript.language,
             queries=("ecmascript.scm", "javascript.scm", "jsx.scm"),
             body_types=frozenset({"statement_block", "class_body"}),
-            wrappers=MappingProxyType({"export_statement": True}),
-            prefix_types=frozenset({"decorator"}),
-            decorator_types=frozenset({"decorator"}),
-            constructor_names=frozenset({"constructor"}),
+            **_ECMASCRIPT,
         ),
         LanguageSpec(
             name="typescript",
@@ -124,10 +128,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             queries=("ecmascript.scm", "typescript.scm"),
             body_types=frozenset({"statement_block", "class_body", "interface_body", "enum_body"}),
             family="javascript",
-            wrappers=MappingProxyType({"export_statement": True}),
-            prefix_types=frozenset({"decorator"}),
-            decorator_types=frozenset({"decorator"}),
-            constructor_names=frozenset({"constructor"}),
+            **_ECMASCRIPT,
             variants=MappingProxyType(
                 {".tsx": GrammarVariant(tree_sitter_typescript.language_tsx,
                                         ("ecmascript.scm", "typescript.scm", "jsx.scm"))}
