@@ -1,8 +1,9 @@
-"""One chat turn as a stream of events: retrieve (for @codebase) or reuse context, then answer.
+"""One chat turn as a stream of events: bring code (@codebase, @-commands) or reuse it, then answer.
 
 Events are (name, data) pairs that the web app sends as Server-Sent Events:
     status   {"stage": hyde|search|rerank|answer, "state": start|done|skipped, "ms", "detail"}
-    sources  {"results": [...], "reused": bool, "context": {"included", "trimmed", "omitted"}}
+    sources  {"results": [...], "commands": [...], "reused": bool,
+              "context": {"included", "trimmed", "omitted", "tokens", "budget"}}
     notice   {"message", "code"}
     token    {"text"}
     error    {"message", "code"}
@@ -12,20 +13,20 @@ Events are (name, data) pairs that the web app sends as Server-Sent Events:
 from __future__ import annotations
 
 import queue
-import re
 import threading
 import time
 from dataclasses import dataclass
 from typing import Iterator
 
 import prompts
+from chat_commands import ParsedMessage, parse_message
 from chat_store import ChatStore, ChatStoreUnavailable, StoredContext
-from context import build_context, estimate_tokens
+from context import AssembledContext, ContextBuilder
 from errors import CodeQAError, LLMUnavailable
 from llm import LLMClient
-from retrieval import Retriever, SearchOptions
+from packing import estimate_tokens
+from retrieval import QueryError, SearchOptions
 
-CODEBASE_TAG = re.compile(r"@codebase\b", re.IGNORECASE)
 Event = tuple[str, dict]
 
 
@@ -53,10 +54,6 @@ class ChatTurn:
     rerank: bool | None = None  # None: the CODEQA_RERANK setting, as for every search
 
 
-def mentions_codebase(message: str) -> bool:
-    return bool(CODEBASE_TAG.search(message))
-
-
 def history_window(history: list[dict], budget_tokens: int) -> list[dict]:
     """The most recent turns, whole messages only, that fit the budget, oldest first."""
     window: list[dict] = []
@@ -74,10 +71,10 @@ def history_window(history: list[dict], budget_tokens: int) -> list[dict]:
 
 
 class ChatService:
-    """Runs chat turns against one retriever, one chat store and one LLM client."""
+    """Runs chat turns with one context builder, one chat store and one LLM client."""
 
-    def __init__(self, retriever: Retriever, store: ChatStore, llm: LLMClient, budget: ChatBudget) -> None:
-        self.retriever = retriever
+    def __init__(self, contexts: ContextBuilder, store: ChatStore, llm: LLMClient, budget: ChatBudget) -> None:
+        self.contexts = contexts
         self.store = store
         self.llm = llm
         self.budget = budget
@@ -85,17 +82,20 @@ class ChatService:
     def run(self, turn: ChatTurn) -> Iterator[Event]:
         started = time.perf_counter()
         timings: dict[str, float] = {}
-        search = mentions_codebase(turn.message)
+        parsed = parse_message(turn.message)
+        fresh = bool(parsed.commands)
         try:
             history = self.store.history(turn.user, turn.repo)
-            context = None if search else self.store.load_context(turn.user, turn.repo)
+            context = None if fresh else self.store.load_context(turn.user, turn.repo)
         except ChatStoreUnavailable as exc:
             yield "error", exc.event()
             yield "done", {"timings_ms": {}}
             return
+        for problem in parsed.problems:
+            yield "notice", {"code": "command", "message": problem}
 
-        if search:
-            for name, data in self._retrieve(turn):
+        if fresh:
+            for name, data in self._assemble(turn, parsed):
                 if name == "_context":
                     context = data["context"]
                     timings.update(data["timings"])
@@ -105,11 +105,12 @@ class ChatService:
                     yield "done", {"timings_ms": timings}
                     return
         elif context:
-            yield "sources", {"results": context.sources, "reused": True, "context": {}}
+            yield "sources", {"results": context.sources, "commands": [], "reused": True, "context": {}}
         else:
             yield "notice", {"code": "no_context", "message": (
-                "No code has been retrieved in this conversation yet: start your message with "
-                f"@codebase to search {turn.repo}.")}
+                "No code has been brought into this conversation yet: start your message with "
+                f"@codebase to search {turn.repo}, or name code with @definition, @references, "
+                "@file or @symbols-at.")}
 
         answer_parts: list[str] = []
         yield from self._answer(turn, context, history, answer_parts, timings)
@@ -123,12 +124,8 @@ class ChatService:
         timings["total"] = (time.perf_counter() - started) * 1000
         yield "done", {"timings_ms": {k: round(v, 1) for k, v in timings.items()}}
 
-    def _retrieve(self, turn: ChatTurn) -> Iterator[Event]:
-        """Search in a worker thread, relaying its stage reports as they happen."""
-        question = CODEBASE_TAG.sub(" ", turn.message).strip()
-        if not question:
-            yield "error", {"code": "empty_question", "message": "Ask a question after @codebase."}
-            return
+    def _assemble(self, turn: ChatTurn, parsed: ParsedMessage) -> Iterator[Event]:
+        """Resolve the commands and search in a worker thread, relaying stage reports live."""
         events: queue.Queue = queue.Queue()
         options = SearchOptions(k=self.budget.k, hyde=turn.hyde, rerank=turn.rerank)
 
@@ -138,35 +135,42 @@ class ChatService:
 
         def work() -> None:
             try:
-                events.put(("_result", self.retriever.search(turn.repo, question, options, progress=progress)))
+                events.put(("_result", self.contexts.build(turn.repo, parsed, options, self.budget.context_tokens,
+                                                           progress=progress)))
+            except QueryError as exc:
+                events.put(("error", {"code": "empty_question", "message": exc.message}))
             except CodeQAError as exc:
                 events.put(("error", {"code": "search_failed", "message": exc.message}))
             except Exception as exc:  # noqa: BLE001 - a failed search must end the stream readably
                 events.put(("error", {"code": "search_failed", "message": f"Search failed: {exc}"}))
 
-        threading.Thread(target=work, name="codeqa-search", daemon=True).start()
+        threading.Thread(target=work, name="codeqa-context", daemon=True).start()
         while True:
             name, data = events.get()
-            if name != "_result":
-                yield name, data
-                if name == "error":
-                    return
-                continue
-            result = data
-            for notice in result.notices:
-                yield "notice", {"code": "pipeline", "message": notice}
-            context = build_context(result.results, self.budget.context_tokens)
-            sources = [hit.to_json() for hit in result.results]
-            stored = StoredContext(query=question, text=context.text, sources=sources, created_at=time.time())
-            yield "sources", {"results": sources, "reused": False, "context": {
-                "included": sum(1 for p in context.parts if not p.trimmed),
-                "trimmed": sum(1 for p in context.parts if p.trimmed), "omitted": len(context.omitted)}}
-            try:
-                self.store.save_context(turn.user, turn.repo, stored)
-            except ChatStoreUnavailable as exc:
-                yield "notice", {"code": exc.code, "message": f"The context was not saved for follow-ups: {exc}"}
-            yield "_context", {"context": stored, "timings": result.timings_ms}
-            return
+            if name == "_result":
+                yield from self._found(turn, parsed, data)
+                return
+            yield name, data
+            if name == "error":
+                return
+
+    def _found(self, turn: ChatTurn, parsed: ParsedMessage, assembled: AssembledContext) -> Iterator[Event]:
+        """Tell the user what the commands and the search brought, and keep it for follow-ups."""
+        for resolution in assembled.resolutions:
+            if resolution.problem:
+                yield "notice", {"code": "not_found", "message": resolution.problem}
+        for notice in assembled.search.notices if assembled.search else []:
+            yield "notice", {"code": "pipeline", "message": notice}
+        sources = assembled.sources()
+        commands = [{k: v for k, v in r.to_json().items() if k != "results"} for r in assembled.resolutions]
+        stored = StoredContext(query=parsed.question or turn.message, text=assembled.text, sources=sources,
+                               created_at=time.time())
+        yield "sources", {"results": sources, "commands": commands, "reused": False, "context": assembled.summary()}
+        try:
+            self.store.save_context(turn.user, turn.repo, stored)
+        except ChatStoreUnavailable as exc:
+            yield "notice", {"code": exc.code, "message": f"The context was not saved for follow-ups: {exc}"}
+        yield "_context", {"context": stored, "timings": assembled.search.timings_ms if assembled.search else {}}
 
     def _answer(self, turn: ChatTurn, context: StoredContext | None, history: list[dict],
                 parts: list[str], timings: dict[str, float]) -> Iterator[Event]:

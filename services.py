@@ -97,7 +97,7 @@ class Services:
     @property
     def chat(self) -> ChatService:
         """One chat turn as a stream of events."""
-        return self._part("chat", lambda: ChatService(self.retriever, self.store, self.llm, self.chat_budget))
+        return self._part("chat", lambda: ChatService(self.context, self.store, self.llm, self.chat_budget))
 
     def repos(self) -> list[RepoInfo]:
         """Every indexed repo, by name."""

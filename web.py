@@ -15,6 +15,7 @@ from flask import Blueprint, Flask, Response, current_app, jsonify, render_templ
 from werkzeug.exceptions import HTTPException
 
 from answer import ChatTurn
+from chat_commands import complete_commands, completion_target
 from errors import CodeQAError
 from languages import language_for
 from records import RepoInfo
@@ -23,6 +24,8 @@ from services import Services
 
 MAX_MESSAGE_CHARS = 8_000
 MAX_FILE_WINDOW = 400  # lines a snippet view may return
+MAX_COMPLETE_CHARS = 1_000  # of the text before the caret that /api/complete reads
+MAX_CONTEXT_BUDGET = 200_000  # tokens POST /api/context may be asked to pack
 SNIPPET_PADDING = 6
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
@@ -162,6 +165,43 @@ def search() -> Response:
                             language=data.get("lang") or None, path_prefix=data.get("path") or None)
     result = services().retriever.search(info.name, query, options)
     return jsonify(result.to_json())
+
+
+@api.get("/complete")
+def complete() -> Response:
+    """Autocomplete for the message box: what the end of `text` (the text before the caret) is
+    completing — a command, a symbol name or a path — and the candidates, best first."""
+    info = repo_info(request.args.get("repo"))
+    text = request.args.get("text", "")
+    if len(text) > MAX_COMPLETE_CHARS:
+        raise ApiError(413, f"Send at most {MAX_COMPLETE_CHARS:,} characters of text before the caret.")
+    target = completion_target(text)
+    if target is None:
+        return jsonify({"target": None, "items": []})
+    if target.kind == "command":
+        items = complete_commands(target.prefix)
+    else:
+        index = services().commands.symbol_index(info)
+        items = (index.complete_symbols(target.prefix) if target.kind == "symbol"
+                 else index.complete_paths(target.prefix))
+    return jsonify({"target": {"kind": target.kind, "prefix": target.prefix, "start": target.start},
+                    "items": items})
+
+
+@api.post("/context")
+def context() -> Response:
+    """What the LLM would see for a chat message: its commands resolved, the search, the packed context."""
+    data = json_body()
+    info = repo_info(data.get("repo"))
+    message = text_field(data, "message", MAX_MESSAGE_CHARS)
+    budget = data.get("budget", services().settings.context_tokens)
+    if not isinstance(budget, int) or isinstance(budget, bool) or not 1 <= budget <= MAX_CONTEXT_BUDGET:
+        raise ApiError(400, f"'budget' must be a number of tokens from 1 to {MAX_CONTEXT_BUDGET:,}.")
+    k = data.get("k", 8)
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 50:
+        raise ApiError(400, "'k' must be between 1 and 50.")
+    options = SearchOptions(k=k, hyde=bool(data.get("hyde", False)), rerank=optional_flag(data, "rerank"))
+    return jsonify(services().context.build(info.name, message, options, budget).to_json())
 
 
 @api.get("/history")

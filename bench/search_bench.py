@@ -99,7 +99,9 @@ def bench_rerank(settings: Settings, queries: list[str]) -> dict:
 def bench_llm(settings: Settings, queries: list[str]) -> dict:
     from answer import ChatBudget, ChatService, ChatTurn
     from chat_store import ChatStore
+    from context import ContextBuilder
     from llm import LLMClient
+    from resolver import CommandResolver
     from retrieval import Retriever, SearchOptions
 
     llm = LLMClient(settings)
@@ -110,7 +112,8 @@ def bench_llm(settings: Settings, queries: list[str]) -> dict:
         hyde_costs.append(sum(result.timings_ms.get(s, 0.0) for s in ("hyde", "first_search", "expansion")))
     with tempfile.TemporaryDirectory() as tmp:
         store = ChatStore.connect("", Path(tmp))
-        chat = ChatService(retriever, store, llm, ChatBudget.from_settings(settings))
+        chat = ChatService(ContextBuilder(retriever, CommandResolver(retriever.db)), store, llm,
+                           ChatBudget.from_settings(settings))
         first_tokens, totals = [], []
         for index, query in enumerate(queries):
             started = time.perf_counter()

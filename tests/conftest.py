@@ -70,6 +70,23 @@ def indexed_sample(tmp_path_factory):
     return settings, report
 
 
+@pytest.fixture(scope="session")
+def big_file_repo(tmp_path_factory) -> Settings:
+    """Settings of an index ("big") of a repo holding one real 3,000+ line file: the standard
+    library's typing.py as lib/typing_copy.py."""
+    import inspect
+    import typing
+
+    from preprocessing import index_repo
+
+    root = tmp_path_factory.mktemp("big") / "repo"
+    (root / "lib").mkdir(parents=True)
+    shutil.copy(inspect.getsourcefile(typing), root / "lib" / "typing_copy.py")
+    settings = settings_for(root.parent / "data")
+    index_repo(root, settings, name="big", progress=False)
+    return settings
+
+
 # --- The embedded LLM server, shared by the whole session -------------------------------------
 
 

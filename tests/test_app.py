@@ -263,3 +263,86 @@ def test_chat_and_search_start_from_the_rerank_setting(indexed_sample, llm_proxy
     page = client.get("/").get_data(as_text=True)
     assert '"defaults": {"rerank": true}' in page
     close_app(app)
+
+
+# --- @-commands, autocomplete and the context endpoint ---------------------------------------------
+
+def complete(client, text: str, repo: str = "sample"):
+    return client.get("/api/complete", query_string={"repo": repo, "text": text})
+
+
+def test_complete_lists_commands_symbols_with_files_and_paths(client):
+    commands = complete(client, "explain @").get_json()
+    assert commands["target"] == {"kind": "command", "prefix": "", "start": 8}
+    assert [i["value"] for i in commands["items"]] == ["@codebase ", "@definition ", "@references ", "@file ",
+                                                      "@symbols-at "]
+    symbols = complete(client, "@definition Cart.a").get_json()
+    assert symbols["target"]["kind"] == "symbol" and symbols["target"]["start"] == 12
+    assert {(i["value"], i["detail"]) for i in symbols["items"]} == {
+        ("Cart.add", "method · shop/models.py:39"), ("Cart.add", "method · web/js/cart.js:26")}
+    fuzzy = complete(client, "@references mkdemo").get_json()["items"]
+    assert fuzzy[0]["value"] == "make_demo_cart"
+    paths = complete(client, "@file shop/mo").get_json()["items"]
+    assert [i["value"] for i in paths] == ["shop/models.py"]
+    assert complete(client, "plain words").get_json() == {"target": None, "items": []}
+
+
+def test_complete_refuses_bad_input(client):
+    assert complete(client, "@", repo="nope").status_code == 404
+    assert complete(client, "x" * 2000).status_code == 413
+
+
+def test_context_endpoint_returns_resolved_commands_and_the_packed_context(client):
+    data = client.post("/api/context", json={"repo": "sample", "budget": 700,
+                                             "message": "@definition Cart.add @references Cart.add @file nope.py why?"}
+                       ).get_json()
+    assert [(c["label"], c["status"]) for c in data["commands"]] == [
+        ("@definition Cart.add", "ok"), ("@references Cart.add", "ok"), ("@file nope.py", "not_found")]
+    assert data["commands"][0]["results"][0]["file_path"] == "shop/models.py"
+    assert data["question"] == "why?" and data["search"] is None
+    context = data["context"]
+    assert context["tokens"] <= context["budget"] == 700
+    assert "40|    def add(self, product: Product, quantity: int = 1) -> None:" in context["text"]
+    assert "nope.py is not an indexed file" in context["text"]
+    assert all(not f["path"].startswith("/") for f in context["files"])
+    assert client.post("/api/context", json={"repo": "sample", "message": "x", "budget": 0}).status_code == 400
+    assert client.post("/api/context", json={"repo": "sample", "message": "@codebase"}).status_code == 400
+
+
+def test_a_combined_command_question_streams_labelled_sources_and_stores_them(client, app, redis_server, llm_proxy):
+    _, proxy = llm_proxy
+    evts = chat(client, "@definition Cart.add @references Cart.add @definition Crat how do they interact?")
+    order = names(evts)
+    assert "error" not in order and order.index("sources") < order.index("token")
+    notice = next(d for n, d in evts if n == "notice")
+    assert notice["code"] == "not_found" and "Cart (shop/models.py:27)" in notice["message"]
+    sources = next(d for n, d in evts if n == "sources")
+    labels = {s["source"] for s in sources["results"]}
+    assert labels == {"@definition Cart.add", "@references Cart.add"}
+    assert [c["status"] for c in sources["commands"]] == ["ok", "ok", "not_found"]
+    system = proxy.requests[-1]["messages"][0]["content"]
+    assert "14|        cart.add(product)" in system and "no definition named Crat" in system
+    stored = json.loads(redis.Redis.from_url(redis_server.url).get(f"codeqa:{_uid(client, app)}:sample:context"))
+    assert stored["sources"] == sources["results"]
+    follow = chat(client, "and what does add return?")
+    assert next(d for n, d in follow if n == "sources")["reused"] is True
+
+
+def test_summarise_a_3000_line_file_with_the_embedded_model(big_file_repo, llm_proxy, redis_server):
+    url, proxy = llm_proxy
+    settings = big_file_repo.__class__(data_dir=big_file_repo.data_dir, llm_base_url=url, chat_model="local",
+                                       hyde_model="local", redis_url=redis_server.url, llm_timeout=300.0)
+    app = create_app({"TESTING": True, "CODEQA_SETTINGS": settings,
+                      "CODEQA_CHAT_BUDGET": {"answer_tokens": 32}})  # context and history: the 4k defaults
+    try:
+        response = app.test_client().post("/api/chat", json={"repo": "big", "hyde": False,
+                                                             "message": "@file lib/typing_copy.py summarise this file"})
+        evts = events(response)
+        assert "error" not in names(evts), evts
+        assert "".join(d["text"] for n, d in evts if n == "token")
+        sources = next(d for n, d in evts if n == "sources")
+        assert sources["context"]["tokens"] <= sources["context"]["budget"] == 1800
+        system = proxy.requests[-1]["messages"][0]["content"]
+        assert "class Generic:" in system and "\n...\n" in system
+    finally:
+        close_app(app)

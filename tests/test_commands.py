@@ -3,17 +3,14 @@ and the context they pack into, with the real embedding model for @codebase."""
 
 from __future__ import annotations
 
-import inspect
 import re
-import shutil
-import typing
 
 import pytest
 
 import create_tables
 from chat_commands import parse_message
 from context import ContextBuilder
-from packing import estimate_tokens
+from packing import estimate_tokens, pack
 from resolver import CommandResolver
 from retrieval import Retriever, SearchOptions
 
@@ -159,20 +156,6 @@ def numbered(text: str) -> dict[str, list[int]]:
     return out
 
 
-@pytest.fixture(scope="module")
-def big_file_repo(tmp_path_factory):
-    """A repo holding one real 3,000+ line file (the standard library's typing.py)."""
-    from conftest import settings_for
-    from preprocessing import index_repo
-
-    root = tmp_path_factory.mktemp("big") / "repo"
-    (root / "lib").mkdir(parents=True)
-    shutil.copy(inspect.getsourcefile(typing), root / "lib" / "typing_copy.py")
-    settings = settings_for(root.parent / "data")
-    index_repo(root, settings, name="big", progress=False)
-    return settings
-
-
 def test_a_3000_line_file_fits_any_budget_as_a_skeleton_first(big_file_repo):
     db = create_tables.connect(big_file_repo)
     resolver = CommandResolver(db)
@@ -180,8 +163,6 @@ def test_a_3000_line_file_fits_any_budget_as_a_skeleton_first(big_file_repo):
     (found,) = lookup.resolve(parse_message("@file lib/typing_copy.py summarise this file").lookups)
     text = lookup.files["lib/typing_copy.py"]
     assert len(text.lines) >= 3000
-    from packing import pack
-
     signatures = {n for d in text.definitions for n in range(d.signature_start, d.signature_end + 1)}
     top_level = {d.signature_start for d in text.definitions if d.start == min(
         (o.start for o in text.definitions if o.start <= d.start and d.end <= o.end), default=d.start)}
@@ -196,3 +177,50 @@ def test_a_3000_line_file_fits_any_budget_as_a_skeleton_first(big_file_repo):
             assert signatures <= set(shown), f"budget {budget}: a body line before every signature"
         if budget >= 1800:
             assert top_level <= set(shown), "every top-level definition is in the skeleton"
+
+
+def test_references_beyond_the_stored_ones_are_resolved_from_the_manifest(tmp_path):
+    from conftest import settings_for
+    from preprocessing import index_repo
+
+    root = tmp_path / "many"
+    (root / "tests").mkdir(parents=True)
+    (root / "lib.py").write_text("def ping_it(x):\n    return x\n")
+    (root / "tests" / "test_lib.py").write_text("from lib import ping_it\n\n\ndef test_ping():\n    ping_it(0)\n")
+    (root / "calls.py").write_text("from lib import ping_it\n\n" + "".join(
+        f"\ndef caller_{n}():\n    return ping_it({n})\n" for n in range(60)))
+    settings = settings_for(tmp_path / "data")
+    index_repo(root, settings, name="many", progress=False)
+    db = create_tables.connect(settings)
+    lookup = CommandResolver(db).lookup(create_tables.get_repo(db, "many"))
+    (found,) = lookup.resolve(parse_message("@references ping_it").lookups)
+    assert "is used 61 times" in found.notes[0]
+    assert "the 20 most relevant of 61 uses are shown" in found.notes[1]
+    assert len(found.sources) == 20 and all(s["file_path"] == "calls.py" for s in found.sources)
+    assert [s["qualified_name"] for s in found.sources[:2]] == ["caller_0", "caller_1"]
+
+
+def test_context_cli_prints_the_packed_context_or_its_json(indexed_sample):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    settings, _ = indexed_sample
+    env = {**os.environ, "CODEQA_DATA_DIR": str(settings.data_dir), "CODEQA_LOCAL_LLM": "0"}
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(ROOT / "retrieval.py"), "context", *args], env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    text = run("--repo", "sample", "--budget", "300", "@definition Cart.add @file shop/nope.py")
+    assert text.returncode == 0, text.stderr
+    assert "40|    def add(self, product: Product, quantity: int = 1) -> None:" in text.stdout
+    assert "note: @file shop/nope.py: shop/nope.py is not an indexed file" in text.stderr
+    data = json.loads(run("--repo", "sample", "--json", "@references Cart.add").stdout)
+    assert data["commands"][0]["results"][0]["file_path"] == "shop/checkout.py"
+    assert data["context"]["tokens"] <= data["context"]["budget"]
+    unknown = run("--repo", "nope", "@definition x")
+    assert unknown.returncode == 1 and "Unknown repo" in unknown.stderr and "Traceback" not in unknown.stderr

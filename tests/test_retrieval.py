@@ -13,7 +13,6 @@ import pytest
 import create_tables
 import llm
 from conftest import ROOT, http_server
-from context import build_context, estimate_tokens
 from retrieval import MAX_QUERY_CHARS, QueryError, Retriever, SearchOptions, parse_query
 
 pytestmark = pytest.mark.integration
@@ -171,32 +170,6 @@ def test_rerank_with_a_local_checkpoint(indexed_sample, colbert_checkpoint):
     result = local.search("sample", "cart total", SearchOptions(k=4, hyde=False, rerank=True, pool=6))
     assert result.rerank["used"] is True and "rerank" in result.timings_ms
     assert len(result.results) == 4
-
-
-# --- Context assembly ------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("budget", [60, 150, 400, 900, 3000, 20000])
-def test_context_never_exceeds_budget_and_never_cuts_a_line(retriever, budget):
-    hits = retriever.search("sample", "cart products inventory", SearchOptions(k=12, hyde=False)).results
-    context = build_context(hits, budget)
-    assert estimate_tokens(context.text) <= budget
-    seen_trimmed = False
-    for part in context.parts:
-        original = part.hit.code.splitlines()
-        body = part.text.split("\n```" + part.hit.language + "\n", 1)[1].split("\n```", 1)[0].splitlines()
-        code = [line for line in body if not line.startswith("... (lines ")]
-        assert code == original[:len(code)]
-        assert part.trimmed == (len(code) < len(original))
-        assert not (seen_trimmed and not part.trimmed), "whole snippets come before trimmed ones"
-        seen_trimmed |= part.trimmed
-        assert part.text.startswith(f"### {part.hit.file_path}:{part.hit.start_line}-{part.hit.end_line}")
-    assert len(context.parts) + len(context.omitted) == len(hits)
-
-
-def test_context_includes_references(retriever):
-    hits = retriever.search("sample", "Parser parse CSV", SearchOptions(k=3, hyde=False)).results
-    text = build_context(hits, 5000).text
-    assert "Used in (" in text and "shop/checkout.py:1" in text
 
 
 # --- CLI --------------------------------------------------------------------------------------------
