@@ -3,6 +3,7 @@
 import { marked } from "./vendor/marked/marked.esm.js";
 import DOMPurify from "./vendor/dompurify/purify.es.js";
 import hljs from "./vendor/highlight.js/highlight.min.js";
+import { attachAutocomplete } from "./complete.js";
 
 const STAGES = [
   ["hyde", "HyDE"],
@@ -37,6 +38,8 @@ const el = {
   noRepos: $("no-repos"),
   composer: $("composer"),
   input: $("message-input"),
+  completeList: $("complete-list"),
+  completeStatus: $("complete-status"),
   counter: $("char-counter"),
   send: $("send-button"),
   stop: $("stop-button"),
@@ -596,9 +599,10 @@ function handleEvent(parts, event, data) {
 function receiveSources(parts, data) {
   const sources = {
     hits: data.results || [],
+    commands: data.commands || [],
     reused: Boolean(data.reused),
     context: data.context || null,
-    label: data.reused ? "From your last @codebase question" : "For the latest answer",
+    label: data.reused ? "From your last question with code" : "For the latest answer",
   };
   setMessageSources(parts, sources);
   showSources(sources);
@@ -668,10 +672,38 @@ function onComposerKey(event) {
 
 // ---------------------------------------------------------------- sources panel
 
+const CODEBASE_LABEL = "@codebase";
+
+/** The sources grouped by the command that brought them, in the order the commands were written. */
+function sourceGroups(sources) {
+  const groups = new Map();
+  for (const command of sources?.commands || []) groups.set(command.label, { command, hits: [] });
+  for (const hit of sources?.hits || []) {
+    const label = hit.source || CODEBASE_LABEL; // answers stored before commands existed
+    if (!groups.has(label)) groups.set(label, { command: null, hits: [] });
+    groups.get(label).hits.push(hit);
+  }
+  return [...groups].map(([label, group]) => ({ label, ...group }));
+}
+
+function sourceGroup({ label, command, hits }) {
+  const count = hits.length ? `${hits.length} ${hits.length === 1 ? "item" : "items"}` : "nothing found";
+  const heading = h(
+    "h3",
+    { class: "source-group-heading" },
+    h("span", { text: label }),
+    h("span", { class: "source-group-count", text: count }),
+  );
+  const message = command?.message ? h("p", { class: "source-group-message", text: command.message }) : null;
+  const items = h("ol", { class: "source-group-items" }, ...hits.map(sourceItem));
+  return h("section", { class: "source-group", "data-testid": "source-group", "data-label": label }, heading, message, items);
+}
+
 function showSources(sources) {
   const hits = sources?.hits || [];
-  el.sources.replaceChildren(...hits.map(sourceItem));
-  el.sourcesEmpty.hidden = hits.length > 0;
+  const groups = sourceGroups(sources);
+  el.sources.replaceChildren(...groups.map(sourceGroup));
+  el.sourcesEmpty.hidden = groups.length > 0;
   el.sourcesMeta.replaceChildren(...sourcesMeta(sources));
   el.sourcesMeta.hidden = !sources;
   const count = hits.length ? String(hits.length) : "";
@@ -700,6 +732,7 @@ function sourceItem(hit) {
       type: "button",
       class: "source-item",
       "data-testid": "source-item",
+      "data-source": hit.source || CODEBASE_LABEL,
       "data-file": hit.file_path,
       "data-start": hit.start_line,
       "data-end": hit.end_line,
@@ -713,8 +746,10 @@ function sourceItem(hit) {
     ),
     h("span", { class: "source-name", text: hit.qualified_name || hit.name || "" }),
     h("span", { class: "source-path", text: range }),
+    hit.text ? h("code", { class: "source-text", text: hit.text.trim() }) : null,
   );
-  return h("li", { class: "source" }, open, referencesBlock(hit));
+  const refs = hit.kind === "use" || hit.kind === "file" ? null : referencesBlock(hit);
+  return h("li", { class: "source" }, open, refs);
 }
 
 function referencesBlock(hit) {
@@ -908,6 +943,14 @@ function init() {
   const prefs = loadPrefs();
   fillRepos(prefs);
   applyStatus(prefs);
+  // Before wire(): the list's Enter must be handled before the composer's Enter sends.
+  attachAutocomplete({
+    input: el.input,
+    list: el.completeList,
+    status: el.completeStatus,
+    repo: () => el.repo.value,
+    changed: updateComposer,
+  });
   wire();
   setStreaming(null);
   if (el.repo.value) el.input.focus();

@@ -224,3 +224,62 @@ def test_narrow_screen_keeps_every_control_reachable(browser, app_url):
         shot(page, "06-narrow-screen")
     finally:
         context.close()
+
+
+def test_autocomplete_by_keyboard_then_a_combined_command_question(page, app_url):
+    page.goto(app_url)
+    expect(page.get_by_test_id("repo-select")).to_have_value("sample")
+    box = page.get_by_test_id("message-input")
+    options = page.get_by_test_id("complete-option")
+    box.focus()
+    box.press_sequentially("@")
+    expect(options).to_have_count(5)
+    expect(box).to_have_attribute("aria-expanded", "true")
+    expect(options.first).to_have_attribute("aria-selected", "true")
+    box.press("ArrowDown")
+    expect(options.nth(1)).to_have_attribute("aria-selected", "true")
+    expect(box).to_have_attribute("aria-activedescendant", options.nth(1).get_attribute("id"))
+    box.press("Enter")  # picks, does not send
+    expect(box).to_have_value("@definition ")
+    expect(page.locator("[data-testid=message]")).to_have_count(0)
+
+    box.press_sequentially("Cart.a")
+    expect(options.first).to_contain_text("Cart.add")
+    expect(options.first).to_contain_text("shop/models.py:39")
+    shot(page, "07-autocomplete-symbols")
+    box.press("Tab")
+    expect(box).to_have_value("@definition Cart.add ")
+
+    box.press_sequentially("@refe")
+    expect(options).to_have_count(1)
+    box.press("Escape")
+    expect(page.get_by_test_id("complete-list")).to_be_hidden()
+    expect(box).to_have_attribute("aria-expanded", "false")
+    expect(box).to_have_value("@definition Cart.add @refe")
+    box.press_sequentially("rences Cart.add how do they interact?")
+    expect(page.get_by_test_id("complete-list")).to_be_hidden()
+    box.press("Enter")
+
+    wait_answer_done(page)
+    groups = page.get_by_test_id("source-group")
+    expect(groups).to_have_count(2)
+    definition = page.locator("[data-testid=source-group][data-label='@definition Cart.add']")
+    references = page.locator("[data-testid=source-group][data-label='@references Cart.add']")
+    expect(definition.locator("h3")).to_contain_text("@definition Cart.add")
+    expect(definition.get_by_test_id("source-item").first).to_contain_text("shop/models.py:39-45")
+    expect(references.get_by_test_id("source-item").first).to_contain_text("shop/checkout.py:14")
+    expect(references.get_by_test_id("source-item").first).to_contain_text("cart.add(product)")
+    expect(last_assistant(page).get_by_test_id("answer")).not_to_be_empty()
+    shot(page, "08-command-sources")
+
+
+def test_autocomplete_suggests_indexed_paths_after_file(page, app_url):
+    page.goto(app_url)
+    box = page.get_by_test_id("message-input")
+    box.focus()
+    box.press_sequentially("@file csv_p")
+    options = page.get_by_test_id("complete-option")
+    expect(options.first).to_have_attribute("data-value", "shop/csv_parser.py")
+    box.press("Enter")
+    expect(box).to_have_value("@file shop/csv_parser.py ")
+    expect(page.get_by_test_id("complete-list")).to_be_hidden()
