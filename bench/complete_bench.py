@@ -91,7 +91,7 @@ def stub_settings(url: str) -> Settings:
 
 def indexed(settings: Settings) -> bool:
     """Whether a finished index run of the sdist is there (an interrupted one has no stats yet)."""
-    return any(info.name == REPO and info.stats.get("files")
+    return any(info.name == REPO and info.stats.files
                for info in create_tables.list_repos(create_tables.connect(settings)))
 
 
@@ -183,11 +183,11 @@ def main() -> None:
                         "CODEQA_EMBEDDING_BASE_URL": url})
         env["CODEQA_DATA_DIR"] = str(settings.data_dir)
         info = create_tables.get_repo(create_tables.connect(settings), REPO)
-        rows = info.stats.get("methods", 0) + info.stats.get("classes", 0) + info.stats.get("docs", 0)
+        rows = info.stats.methods + info.stats.classes + info.stats.docs
         texts = sample_requests(settings, args.symbols, args.paths)
         proc, port = serve(env)
         try:
-            result = {"index": which, "rows": rows, "files": info.stats.get("files", 0), "requests": len(texts),
+            result = {"index": which, "rows": rows, "files": info.stats.files, "requests": len(texts),
                       **bench(port, texts)}
         finally:
             proc.terminate()
