@@ -275,15 +275,22 @@ class Lookup:
         names = sorted({r["name"] for r in rows})
         mentions = " OR ".join(f"parsed LIKE {sql_quote('%' + sql_like_escape(chr(34) + n + chr(34)) + '%')}" for n in names)
         files = self.resolver.file_parses(self.repo, mentions)
-        named = self.resolver.rows(self.repo, sql_in("name", names),
-                                    ["id", "file_path", "language", "kind", "name", "qualified_name", "parent"],
-                                    None)
-        symbols = _symbols(files, named)
+        symbols = self._symbols(files, names)
         wanted = set(names)
         files = [replace(f, references=tuple(s for s in f.references if s.name in wanted or (
                      s.name in CONSTRUCTOR_CALLS and s.qualifier in wanted))) for f in files]
         found = resolve_references(symbols, files)
         return {r["id"]: [u.to_row() for u in found.get(r["id"], [])] for r in rows}
+
+    def _symbols(self, files: list[FileParse], names: Iterable[str]) -> list[SymbolInfo]:
+        """What resolution needs: the definitions in `files` and every definition named `names`."""
+        rows = self.resolver.rows(self.repo, sql_in("name", sorted(names)),
+                                  ["id", "file_path", "language", "kind", "name", "qualified_name", "parent"], None)
+        out = {s.id: s for f in files for s in f.symbols}
+        for r in rows:
+            out.setdefault(r["id"], SymbolInfo(r["id"], r["file_path"], r["language"], r["kind"], r["name"],
+                                               r["qualified_name"], r["parent"]))
+        return list(out.values())
 
     def file(self, resolution: Resolution, base: int) -> None:
         command = resolution.command
@@ -297,10 +304,7 @@ class Lookup:
         elif location.start > total:
             raise CommandError(f"{location.path} has {total} lines.")
         elif location.end == location.start:
-            around = _enclosing(text, location.start, location.start)
-            start, end = (around.start, around.end) if around else (location.start - LINE_CONTEXT,
-                                                                    location.start + LINE_CONTEXT)
-            span = Span(text.path, start, end, command.label, base, frozenset({location.start}))
+            span = Span(text.path, *_around(text, location.start), command.label, base, frozenset({location.start}))
         else:
             span = Span(text.path, location.start, min(location.end, total), command.label, base)
         resolution.spans.append(span)
@@ -328,9 +332,7 @@ class Lookup:
         line = location.start
         if line > len(text.lines):
             raise CommandError(f"{location.path} has {len(text.lines)} lines.")
-        around = _enclosing(text, line, line)
-        start, end = (around.start, around.end) if around else (line - LINE_CONTEXT, line + LINE_CONTEXT)
-        resolution.spans.append(Span(text.path, start, end, command.label, base, frozenset({line})))
+        resolution.spans.append(Span(text.path, *_around(text, line), command.label, base, frozenset({line})))
         files = self.resolver.file_parses(self.repo, f"file_path = {sql_quote(text.path)}")
         sites = sorted((s for f in files for s in f.references if abs(s.line - line) <= SYMBOLS_AT_WINDOW),
                        key=lambda s: (abs(s.line - line), s.line, s.column))
@@ -339,11 +341,8 @@ class Lookup:
                                     f"line {line}.")
             return
         names = {s.name for s in sites} | {s.qualifier for s in sites if s.name in CONSTRUCTOR_CALLS and s.qualifier}
-        named = self.resolver.rows(self.repo, sql_in("name", sorted(names)),
-                                    ["id", "file_path", "language", "kind", "name", "qualified_name", "parent"],
-                                    None)
         window = [replace(f, references=tuple(sites)) for f in files]
-        uses = resolve_references(_symbols(files, named), window)
+        uses = resolve_references(self._symbols(files, names), window)
         order = {(s.line, s.column): i for i, s in enumerate(sites)}
         used = sorted(uses, key=lambda i: min(order.get((u.line, u.column), len(order)) for u in uses[i]))
         resolved = {s.name for ident in used for s in sites if any(u.line == s.line and u.column == s.column
@@ -360,13 +359,10 @@ class Lookup:
                 resolution.sources.append(source_of(rows[ident], command.label))
 
 
-def _symbols(files: list[FileParse], rows: list[dict]) -> list[SymbolInfo]:
-    """Definitions for the resolver: those parsed from the files, plus the rows named (by id, once)."""
-    out = {s.id: s for f in files for s in f.symbols}
-    for r in rows:
-        out.setdefault(r["id"], SymbolInfo(r["id"], r["file_path"], r["language"], r["kind"], r["name"],
-                                           r["qualified_name"], r["parent"]))
-    return list(out.values())
+def _around(text: FileText, line: int) -> tuple[int, int]:
+    """The lines to show around one line: the definition holding it, or some lines either side."""
+    holding = _enclosing(text, line, line)
+    return (holding.start, holding.end) if holding else (line - LINE_CONTEXT, line + LINE_CONTEXT)
 
 
 def _enclosing(text: FileText, start: int, end: int, strict: bool = False) -> Definition | None:

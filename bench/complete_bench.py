@@ -24,7 +24,6 @@ import http.client
 import json
 import os
 import random
-import subprocess
 import sys
 import time
 import urllib.parse
@@ -37,12 +36,12 @@ from typing import Iterator
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANCEDB_LOG", "error")
 
 import create_tables  # noqa: E402
 from config import Settings  # noqa: E402
+from servers import free_port, start_server  # noqa: E402
 from search_bench import DATA as SEARCH_DATA, REPO, summary  # noqa: E402
 
 STUB_DATA = ROOT / "bench" / ".cache" / "complete-data"
@@ -117,26 +116,6 @@ def sample_requests(settings: Settings, symbols: int, paths: int) -> list[str]:
     return texts
 
 
-def serve(env: dict[str, str]) -> tuple[subprocess.Popen, int]:
-    from conftest import free_port
-
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(port)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    for _ in range(240):
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            connection.request("GET", "/api/repos")
-            connection.getresponse().read()
-            return proc, port
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError(proc.stderr.read().decode()[-3000:])
-            time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError("the app did not start")
-
-
 def bench(port: int, texts: list[str]) -> dict:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 
@@ -167,8 +146,7 @@ def main() -> None:
     parser.add_argument("--paths", type=int, default=50, help="paths typed")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
-    env = {**os.environ, "CODEQA_LOCAL_LLM": "0", "CODEQA_LLM_BASE_URL": "http://127.0.0.1:9/v1"}
-    env.pop("REDIS_URL", None)
+    env = {"CODEQA_LOCAL_LLM": "0", "CODEQA_LLM_BASE_URL": "http://127.0.0.1:9/v1", "REDIS_URL": ""}
     real = Settings.from_env(data_dir=SEARCH_DATA, lancedb_uri="")
     with stub_embeddings() as url:
         if indexed(real):
@@ -181,11 +159,13 @@ def main() -> None:
             index_repo(fetch_source("django==5.2.8"), settings, name=REPO, progress=True)
             env.update({"CODEQA_EMBEDDING_PROVIDER": "openai", "CODEQA_EMBEDDING_MODEL": "hash-384",
                         "CODEQA_EMBEDDING_BASE_URL": url})
-        env["CODEQA_DATA_DIR"] = str(settings.data_dir)
         info = create_tables.get_repo(create_tables.connect(settings), REPO)
         rows = info.stats.methods + info.stats.classes + info.stats.docs
         texts = sample_requests(settings, args.symbols, args.paths)
-        proc, port = serve(env)
+        port = free_port()
+        env = {**os.environ, **env, "CODEQA_DATA_DIR": str(settings.data_dir)}
+        proc = start_server([sys.executable, str(ROOT / "app.py"), "--port", str(port)], env,
+                            f"http://127.0.0.1:{port}/api/repos", timeout=240)
         try:
             result = {"index": which, "rows": rows, "files": info.stats.files, "requests": len(texts),
                       **bench(port, texts)}

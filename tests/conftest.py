@@ -7,6 +7,7 @@ Tests come in two tiers, marked `unit` (pure logic, seconds: `make test-fast`) a
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import threading
@@ -44,6 +45,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def settings_for(data_dir: Path, **overrides) -> Settings:
     """Settings that touch nothing outside `data_dir` and ignore the developer's `.env`."""
     return Settings(data_dir=data_dir, **overrides)
+
+
+def packed_lines(text: str) -> dict[str, list[tuple[int, str]]]:
+    """A packed context read back: path → [(line number, line)] in the order shown."""
+    out: dict[str, list[tuple[int, str]]] = {}
+    path = None
+    for line in text.splitlines():
+        header = re.match(r"### (\S+) \(", line)
+        if header:
+            path = header.group(1)
+            out[path] = []
+            continue
+        numbered = re.match(r"(\d+)\|(.*)$", line)
+        if numbered and path:
+            out[path].append((int(numbered.group(1)), numbered.group(2)))
+    return out
 
 
 @pytest.fixture

@@ -3,12 +3,12 @@ and the context they pack into, with the real embedding model for @codebase."""
 
 from __future__ import annotations
 
-import re
 
 import pytest
 
 import create_tables
 from chat_commands import parse_message
+from conftest import packed_lines
 from context import ContextBuilder
 from packing import estimate_tokens, pack
 from resolver import CommandResolver
@@ -143,19 +143,6 @@ def test_codebase_without_a_question_searches_for_the_command_arguments(builder)
     assert assembled.search.query == "checkout"
 
 
-def numbered(text: str) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    path = None
-    for line in text.splitlines():
-        header = re.match(r"### (\S+) \(", line)
-        if header:
-            path = header.group(1)
-            out[path] = []
-        elif path and re.match(r"\d+\|", line):
-            out[path].append(int(line.split("|", 1)[0]))
-    return out
-
-
 def test_a_3000_line_file_fits_any_budget_as_a_skeleton_first(big_file_repo):
     db = create_tables.connect(big_file_repo)
     resolver = CommandResolver(db)
@@ -168,7 +155,7 @@ def test_a_3000_line_file_fits_any_budget_as_a_skeleton_first(big_file_repo):
         (o.start for o in text.definitions if o.start <= d.start and d.end <= o.end), default=d.start)}
     for budget in (300, 1000, 1800, 6000):
         packed = pack(found.spans, lookup.files, budget, found.notes)
-        shown = numbered(packed.text)["lib/typing_copy.py"]
+        shown = [n for n, _ in packed_lines(packed.text)["lib/typing_copy.py"]]
         assert estimate_tokens(packed.text) <= budget
         assert len(shown) == len(set(shown))
         for number in shown:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
+from conftest import packed_lines
 from packing import GAP, BODY, Definition, FileText, Span, estimate_tokens, pack
 
 pytestmark = pytest.mark.unit
@@ -35,26 +34,10 @@ def make_module(methods: int = 6, body: int = 6) -> tuple[FileText, list[int], l
     return FileText("pkg/store.py", "python", lines, definitions), signatures, bodies
 
 
-def shown_lines(text: str) -> dict[str, list[tuple[int, str]]]:
-    """path → [(line number, text)] as rendered, in order."""
-    out: dict[str, list[tuple[int, str]]] = {}
-    path = None
-    for line in text.splitlines():
-        header = re.match(r"### (\S+) \(", line)
-        if header:
-            path = header.group(1)
-            out[path] = []
-            continue
-        numbered = re.match(r"(\d+)\|(.*)$", line)
-        if numbered and path:
-            out[path].append((int(numbered.group(1)), numbered.group(2)))
-    return out
-
-
 def test_everything_fits_in_a_large_budget_in_order_without_gaps():
     module, _, _ = make_module()
     packed = pack([Span(module.path, 1, len(module.lines), "@file pkg/store.py", 0)], {module.path: module}, 10_000)
-    assert shown_lines(packed.text)[module.path] == list(enumerate(module.lines, 1))
+    assert packed_lines(packed.text)[module.path] == list(enumerate(module.lines, 1))
     assert GAP not in packed.text.splitlines() and packed.complete
     assert packed.text.startswith("### pkg/store.py (@file pkg/store.py)\n```python\n")
 
@@ -66,7 +49,7 @@ def test_budget_sweep_keeps_signatures_before_bodies_whole_lines_once():
     for budget in range(0, 2100, 7):
         packed = pack([span], {module.path: module}, budget)
         assert packed.tokens <= budget
-        shown = shown_lines(packed.text).get(module.path, [])
+        shown = packed_lines(packed.text).get(module.path, [])
         numbers = [n for n, _ in shown]
         assert numbers == sorted(set(numbers)), "a line shown twice or out of order"
         assert all(module.lines[n - 1] == text for n, text in shown), "a line was cut"
@@ -81,7 +64,7 @@ def test_budget_sweep_keeps_signatures_before_bodies_whole_lines_once():
 def test_a_small_budget_gives_a_skeleton():
     module, signatures, bodies = make_module(methods=8, body=10)
     packed = pack([Span(module.path, 1, len(module.lines), "@file pkg/store.py", 0)], {module.path: module}, 185)
-    numbers = [n for n, _ in shown_lines(packed.text)[module.path]]
+    numbers = [n for n, _ in packed_lines(packed.text)[module.path]]
     assert set(signatures) <= set(numbers) and not set(numbers) & set(bodies)
     rendered = packed.text.splitlines()
     method = rendered.index("6|    def method_0(self, value: int) -> int:")
@@ -94,9 +77,9 @@ def test_matched_lines_come_first_then_their_neighbours():
     use = 30
     span = Span(module.path, 1, len(module.lines), "@references total_3", 0, frozenset({use}))
     packed = pack([span], {module.path: module}, 40)
-    assert [n for n, _ in shown_lines(packed.text)[module.path]] == [use]
+    assert [n for n, _ in packed_lines(packed.text)[module.path]] == [use]
     roomy = pack([span], {module.path: module}, 330)
-    numbers = {n for n, _ in shown_lines(roomy.text)[module.path]}
+    numbers = {n for n, _ in packed_lines(roomy.text)[module.path]}
     assert set(signatures) | {use - 2, use - 1, use + 1, use + 2} <= numbers
 
 
@@ -107,7 +90,7 @@ def test_overlapping_spans_merge_and_keep_both_labels():
     packed = pack(spans, {module.path: module}, 5_000)
     assert packed.text.count("### pkg/store.py") == 1
     assert "(@definition Store, @references method_0, @codebase)" in packed.text
-    numbers = [n for n, _ in shown_lines(packed.text)[module.path]]
+    numbers = [n for n, _ in packed_lines(packed.text)[module.path]]
     assert numbers == list(range(3, 21))
     assert packed.span_lines == [(18, 18), (7, 7), (7, 7)]
 
@@ -118,7 +101,7 @@ def test_better_ranked_spans_get_their_bodies_first():
     files = {first[0].path: first[0], other.path: other}
     spans = [Span(other.path, 1, len(other.lines), "@codebase", 1), Span(first[0].path, 1, len(first[0].lines), "@file", 0)]
     packed = pack(spans, files, 600)
-    shown = shown_lines(packed.text)
+    shown = packed_lines(packed.text)
     assert list(shown) == ["pkg/store.py", "pkg/other.py"]
     assert set(first[2]) & {n for n, _ in shown["pkg/store.py"]}
     assert not set(first[2]) & {n for n, _ in shown["pkg/other.py"]}
@@ -144,6 +127,6 @@ def test_spans_of_unknown_files_and_out_of_range_lines_are_ignored():
     module, _, _ = make_module(methods=1, body=1)
     spans = [Span("gone.py", 1, 10, "@file", 0), Span(module.path, len(module.lines) - 1, 10_000, "@file", 0)]
     packed = pack(spans, {module.path: module}, 1000)
-    assert [n for n, _ in shown_lines(packed.text)[module.path]] == [len(module.lines) - 1, len(module.lines)]
+    assert [n for n, _ in packed_lines(packed.text)[module.path]] == [len(module.lines) - 1, len(module.lines)]
     assert packed.span_lines[0] == (0, 0)
     assert BODY == 3
