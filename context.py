@@ -42,12 +42,13 @@ class AssembledContext:
         return out
 
     def summary(self) -> dict:
-        """How much of what was brought made it into the context (sources panel meta line)."""
-        shown = self.packed.span_lines
-        return {"included": sum(1 for s, held in shown if held and s == held),
-                "trimmed": sum(1 for s, held in shown if 0 < s < held),
-                "omitted": sum(1 for s, held in shown if held and not s),
-                "tokens": self.packed.tokens, "budget": self.packed.budget}
+        """How much of each source made it into the context (the sources panel's meta line)."""
+        counts = {"included": 0, "trimmed": 0, "omitted": 0}
+        for source in self.sources():
+            held = source["end_line"] - source["start_line"] + 1
+            shown = self.packed.shown(source["file_path"], source["start_line"], source["end_line"])
+            counts["included" if shown == held else "trimmed" if shown else "omitted"] += 1
+        return {**counts, "tokens": self.packed.tokens, "budget": self.packed.budget}
 
     def to_json(self) -> dict:
         return {"question": self.message.question, "problems": list(self.message.problems),

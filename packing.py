@@ -20,9 +20,9 @@ never exceeded: the text's size is tracked exactly as lines are added.
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 MATCHED, SIGNATURE, NEAR, BODY = range(4)
 NEAR_LINES = 2  # lines either side of a matched line that count as its neighbourhood
@@ -87,7 +87,11 @@ class Packed:
     budget: int
     files: list[PackedFile]
     notes: list[str]
-    span_lines: list[tuple[int, int]] = field(default_factory=list)  # per input span: (shown, held)
+
+    def shown(self, path: str, start: int, end: int) -> int:
+        """How many of the lines start..end of `path` the context shows."""
+        lines = next((f.shown for f in self.files if f.path == path), [])
+        return bisect_right(lines, end) - bisect_left(lines, start)
 
     @property
     def tokens(self) -> int:
@@ -250,9 +254,4 @@ def pack(spans: Sequence[Span], files: Mapping[str, FileText], budget_tokens: in
     text = SEPARATOR.join(([notes_text] if notes_text else []) + rendered)
     assert len(text) == used, "packing lost track of the context's size"
     packed_files = [PackedFile(g.text.path, g.labels, g.shown, len(g.rank)) for g in groups]
-    shown = {g.text.path: set(g.shown) for g in groups}
-    span_lines = []
-    for span in spans:
-        held = range(max(1, span.start), min(len(files[span.path].lines), span.end) + 1) if span.path in files else ()
-        span_lines.append((sum(1 for line in held if line in shown.get(span.path, ())), len(held)))
-    return Packed(text, budget_tokens, packed_files, kept_notes, span_lines)
+    return Packed(text, budget_tokens, packed_files, kept_notes)

@@ -129,6 +129,9 @@ def test_commands_and_codebase_combine_and_sources_are_labelled(builder):
     assert labels[-4:] == ["@codebase"] * 4
     assert assembled.search.query == "how do they interact?"
     assert assembled.packed.tokens <= 1800
+    summary = assembled.summary()
+    assert summary["included"] + summary["trimmed"] + summary["omitted"] == len(labels)
+    assert summary["included"] >= 6  # both definitions and every use whole, at least
     text = assembled.text
     assert "### shop/models.py (@definition Cart.add, @references Cart.add" in text
     assert "40|    def add(self, product: Product, quantity: int = 1) -> None:" in text

@@ -92,7 +92,8 @@ def test_overlapping_spans_merge_and_keep_both_labels():
     assert "(@definition Store, @references method_0, @codebase)" in packed.text
     numbers = [n for n, _ in packed_lines(packed.text)[module.path]]
     assert numbers == list(range(3, 21))
-    assert packed.span_lines == [(18, 18), (7, 7), (7, 7)]
+    assert (packed.shown(module.path, 3, 20), packed.shown(module.path, 1, 2), packed.shown("elsewhere.py", 1, 9)) == (
+        18, 0, 0)
 
 
 def test_better_ranked_spans_get_their_bodies_first():
@@ -128,5 +129,4 @@ def test_spans_of_unknown_files_and_out_of_range_lines_are_ignored():
     spans = [Span("gone.py", 1, 10, "@file", 0), Span(module.path, len(module.lines) - 1, 10_000, "@file", 0)]
     packed = pack(spans, {module.path: module}, 1000)
     assert [n for n, _ in packed_lines(packed.text)[module.path]] == [len(module.lines) - 1, len(module.lines)]
-    assert packed.span_lines[0] == (0, 0)
     assert BODY == 3
