@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 import create_tables
-from chat_commands import Command, CommandError
+from chat_commands import Command, CommandError, Location
 from create_tables import sql_in, sql_like_escape, sql_quote
 from languages import CONSTRUCTOR_CALLS, DOC_KIND, file_role, language_for
 from packing import Definition, FileText, Span
@@ -295,14 +295,12 @@ class Lookup:
     def file(self, resolution: Resolution, base: int) -> None:
         command = resolution.command
         location = command.location
-        text = self._indexed(resolution, location.path)
+        text = self._indexed(resolution, location)
         if text is None:
             return
         total = len(text.lines)
         if location.start is None:
             span = Span(text.path, 1, total, command.label, base)
-        elif location.start > total:
-            raise CommandError(f"{location.path} has {total} lines.")
         elif location.end == location.start:
             span = Span(text.path, *_around(text, location.start), command.label, base, frozenset({location.start}))
         else:
@@ -313,7 +311,10 @@ class Lookup:
             "file_path": text.path, "start_line": max(1, span.start), "end_line": min(total, span.end),
             "language": text.language, "reference_count": 0, "references": [], "source": command.label})
 
-    def _indexed(self, resolution: Resolution, path: str) -> FileText | None:
+    def _indexed(self, resolution: Resolution, location: Location) -> FileText | None:
+        """The file a location names, or None with the problem (and nearest paths) recorded;
+        raises CommandError for a line past its end."""
+        path = location.path
         if not self.index.has_path(path):
             resolution.problem = f"{resolution.command.label}: {path} is not an indexed file of {self.repo.name}."
             resolution.suggestions = self.index.similar_paths(path)
@@ -321,17 +322,17 @@ class Lookup:
         text = self.text(path)
         if text is None:
             resolution.problem = f"{resolution.command.label}: {path} can't be read any more (re-index the repo)."
+        elif location.start is not None and location.start > len(text.lines):
+            raise CommandError(f"{path} has {len(text.lines)} lines.")
         return text
 
     def symbols_at(self, resolution: Resolution, base: int) -> None:
         command = resolution.command
         location = command.location
-        text = self._indexed(resolution, location.path)
+        text = self._indexed(resolution, location)
         if text is None:
             return
         line = location.start
-        if line > len(text.lines):
-            raise CommandError(f"{location.path} has {len(text.lines)} lines.")
         resolution.spans.append(Span(text.path, *_around(text, line), command.label, base, frozenset({line})))
         files = self.resolver.file_parses(self.repo, f"file_path = {sql_quote(text.path)}")
         sites = sorted((s for f in files for s in f.references if abs(s.line - line) <= SYMBOLS_AT_WINDOW),
