@@ -185,6 +185,13 @@ class RepoInfo:
                 "created_at": self.created_at, "indexed_at": self.indexed_at,
                 "stats": json.dumps(stats, sort_keys=True)}
 
+    def summary(self) -> dict[str, Any]:
+        """What the faces show of a repo (web API, MCP `list_repos`): where it is, its counts."""
+        stats = self.stats
+        return {"name": self.name, "root": self.root, "files": stats.files, "methods": stats.methods,
+                "classes": stats.classes, "docs": stats.docs, "references": stats.references,
+                "indexed_at": self.indexed_at, "languages": stats.files_by_language}
+
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "RepoInfo":
         stats = json.loads(row.get("stats") or "{}")

@@ -120,12 +120,12 @@ class CommandResolver:
             rows += query.limit(limit).to_list()
         return rows
 
-    def definitions(self, repo: RepoInfo, name: str) -> list[dict]:
+    def definitions(self, repo: RepoInfo, name: str, columns: list[str] = ROW_COLUMNS) -> list[dict]:
         """Rows defining `name`: exact qualified name, `….name`, or plain name; best first."""
         wanted = name.replace("::", ".").replace("#", ".")
         where = (f"qualified_name = {sql_quote(wanted)} OR name = {sql_quote(wanted)} OR "
                  f"qualified_name LIKE {sql_quote('%.' + sql_like_escape(wanted))}")
-        rows = self.rows(repo, where)
+        rows = self.rows(repo, where, columns)
         return sorted(rows, key=lambda r: (r["qualified_name"] != wanted, file_role(r["file_path"]) == "test",
                                            -(r["reference_count"] or 0), r["file_path"], r["start_line"]))
 
@@ -235,22 +235,14 @@ class Lookup:
         rows = self._definitions(resolution)
         if not rows:
             return
-        uses: list[tuple[dict, dict]] = []  # (definition row, use)
-        complete = [r for r in rows if (r["reference_count"] or 0) <= len(r["references"] or [])]
-        for row in complete:
-            uses += [(row, use) for use in row["references"] or []]
-        partial = [r for r in rows if r not in complete]
-        if partial:
-            found = self._resolve_uses(partial)
-            uses += [(row, use) for row in partial for use in found.get(row["id"], [])]
+        ranked = self.uses(rows)
         for row in rows:
             count = row["reference_count"] or 0
             resolution.notes.append(f"{label}: {row['qualified_name']} ({row['kind']}, "
                                     f"{row['file_path']}:{row['start_line']}) is used {count} "
                                     f"time{'s' if count != 1 else ''}.")
-        if not uses:
+        if not ranked:
             return
-        ranked = _rank_uses(uses)
         if len(ranked) > MAX_USES:
             resolution.notes.append(f"{label}: the {MAX_USES} most relevant of {len(ranked)} uses are shown.")
         for number, (row, use) in enumerate(ranked[:MAX_USES]):
@@ -268,6 +260,17 @@ class Lookup:
                 "start_line": use["line"], "end_line": use["line"], "language": text.language,
                 "text": use["text"], "uses": row["qualified_name"], "reference_count": 0, "references": [],
                 "source": label})
+
+    def uses(self, rows: list[dict]) -> list[tuple[dict, dict]]:
+        """Every use of these definition rows, as (row, use), most relevant first: the uses a row
+        stores when it holds all of them, else all of them resolved again from the files."""
+        complete = [r for r in rows if (r["reference_count"] or 0) <= len(r["references"] or [])]
+        uses = [(row, use) for row in complete for use in row["references"] or []]
+        partial = [r for r in rows if r not in complete]
+        if partial:
+            found = self._resolve_uses(partial)
+            uses += [(row, use) for row in partial for use in found.get(row["id"], [])]
+        return _rank_uses(uses)
 
     def _resolve_uses(self, rows: list[dict]) -> dict[str, list[dict]]:
         """All uses of these definitions (beyond the ones stored with their rows), resolved the way

@@ -110,7 +110,8 @@ class Hit:
 
     def to_json(self) -> dict:
         return {
-            "kind": self.kind, "name": self.name, "qualified_name": self.qualified_name,
+            "id": self.id, "kind": self.kind, "name": self.name, "qualified_name": self.qualified_name,
+            "signature": self.signature,
             "file_path": self.file_path, "start_line": self.start_line, "end_line": self.end_line,
             "language": self.language, "score": round(self.score, 6), "exact_match": self.exact,
             "reference_count": self.reference_count,

@@ -85,13 +85,6 @@ def optional_flag(data: dict, name: str) -> bool | None:
     return None if value is None else bool(value)
 
 
-def repo_summary(info: RepoInfo) -> dict:
-    stats = info.stats
-    return {"name": info.name, "root": info.root, "files": stats.files, "methods": stats.methods,
-            "classes": stats.classes, "docs": stats.docs, "references": stats.references,
-            "indexed_at": info.indexed_at, "languages": stats.files_by_language}
-
-
 def status_report() -> dict:
     svc = services()
     llm_status = svc.llm.status()
@@ -122,7 +115,7 @@ api = Blueprint("api", __name__, url_prefix="/api")
 @pages.get("/")
 def index() -> str:
     user_id()
-    config = {"repos": [repo_summary(info) for info in services().repos()],
+    config = {"repos": [info.summary() for info in services().repos()],
               "status": status_report(), "limits": {"message_chars": MAX_MESSAGE_CHARS},
               "defaults": {"rerank": services().settings.rerank}}
     return render_template("index.html", config_json=safe_json_for_html(config))
@@ -130,7 +123,7 @@ def index() -> str:
 
 @api.get("/repos")
 def repos() -> Response:
-    return jsonify({"repos": [repo_summary(info) for info in services().repos()]})
+    return jsonify({"repos": [info.summary() for info in services().repos()]})
 
 
 @api.get("/status")

@@ -1,0 +1,163 @@
+"""The MCP server through the SDK's own stdio client, as an agent runs it (a real subprocess,
+real LanceDB, the real embedding model), on the sample repo's index; no LLM is reachable."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from mcp_client import mcp_session
+from mcp_server import CodeTools
+from records import RepoInfo
+
+TOOLS = {"search_code", "find_symbol", "find_references", "read_code", "list_repos"}
+
+
+@pytest.fixture(scope="module")
+def mcp(indexed_sample, tmp_path_factory):
+    settings, _ = indexed_sample
+    with mcp_session(settings.data_dir, tmp_path_factory.mktemp("elsewhere")) as session:
+        yield session
+
+
+@pytest.mark.integration
+def test_tools_are_listed_read_only_with_descriptions_and_schemas(mcp):
+    tools = {tool.name: tool for tool in mcp.tools()}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert len(tool.description) > 80 and tool.annotations.read_only_hint
+        assert tool.output_schema["type"] == "object"
+    assert tools["search_code"].input_schema["required"] == ["query"]
+    assert tools["search_code"].input_schema["properties"]["k"]["maximum"] == 50
+    assert tools["read_code"].input_schema["required"] == ["path"]
+
+
+@pytest.mark.integration
+def test_search_code_ranks_symbols_with_locations_and_uses_without_an_llm(mcp):
+    found = mcp.data("search_code", query="where is make_demo_cart built?", k=5)
+    assert found["repo"] == "sample" and found["notices"] == [] and len(found["results"]) == 5
+    top = found["results"][0]
+    assert (top["qualified_name"], top["location"], top["kind"], top["exact_match"]) == (
+        "make_demo_cart", "shop/models.py:59-64", "function", True)
+    assert top["signature"].startswith("def make_demo_cart() -> Cart")
+    cart = next(hit for hit in found["results"] if hit["qualified_name"] == "Cart" and hit["language"] == "python")
+    assert cart["reference_count"] >= 3 and cart["references"][0]["file_path"] == "shop/checkout.py"
+    text = mcp.text("search_code", query="where is make_demo_cart built?", k=5)
+    assert "1. shop/models.py:59-64  function make_demo_cart" in text and f"id {top['id']}" in text
+
+
+@pytest.mark.integration
+def test_search_code_filters_by_language_and_path(mcp):
+    go = mcp.data("search_code", query="store inventory items", lang="go", k=5)["results"]
+    assert go and {hit["language"] for hit in go} == {"go"}
+    web = mcp.data("search_code", query="cart", path="web/", k=5)["results"]
+    assert web and all(hit["file_path"].startswith("web/") for hit in web)
+    assert "No cobol files are indexed" in mcp.text("search_code", query="cart", lang="cobol")
+
+
+@pytest.mark.integration
+def test_find_symbol_gives_every_definition_with_its_numbered_code(mcp):
+    found = mcp.data("find_symbol", name="Cart.add")
+    assert [(d["qualified_name"], d["location"]) for d in found["definitions"]] == [
+        ("Cart.add", "shop/models.py:39-45"), ("Cart.add", "web/js/cart.js:26-29")]
+    python = found["definitions"][0]
+    assert python["code"].splitlines()[:2] == ["    @log_calls",
+                                               "    def add(self, product: Product, quantity: int = 1) -> None:"]
+    assert python["reference_count"] == 3 and not python["code_truncated"]
+    text = mcp.text("find_symbol", name="Cart.add")
+    assert "shop/models.py:39-45  method Cart.add" in text
+    assert "40      def add(self, product: Product, quantity: int = 1) -> None:" in text
+
+
+@pytest.mark.integration
+def test_find_symbol_suggests_near_names_for_an_unknown_one(mcp):
+    found = mcp.data("find_symbol", name="Crat")
+    assert found["definitions"] == [] and found["suggestions"][0] == "Cart (shop/models.py:27)"
+    assert "Did you mean: Cart (shop/models.py:27)" in mcp.text("find_symbol", name="Crat")
+
+
+@pytest.mark.integration
+def test_find_references_lists_every_use_most_relevant_first(mcp):
+    found = mcp.data("find_references", symbol="Cart.add")
+    assert found["total"] == 4
+    assert [(u["location"], u["caller"]) for u in found["uses"]] == [
+        ("shop/checkout.py:14:14", "checkout"), ("shop/models.py:62:10", "make_demo_cart"),
+        ("web/js/cart.js:61:8", "demo"), ("shop/models.py:63:10", "make_demo_cart")]
+    assert found["uses"][0]["text"] == "cart.add(product)"
+    assert "shop/checkout.py:14:14  cart.add(product)  [in checkout]" in mcp.text("find_references", symbol="Cart.add")
+
+
+@pytest.mark.integration
+def test_find_references_by_symbol_id_picks_one_definition(mcp):
+    javascript = mcp.data("find_symbol", name="Cart.add")["definitions"][1]
+    found = mcp.data("find_references", symbol=javascript["id"])
+    assert [d["location"] for d in found["definitions"]] == ["web/js/cart.js:26-29"]
+    assert [u["location"] for u in found["uses"]] == ["web/js/cart.js:61:8"]
+    limited = mcp.data("find_references", symbol="Cart.add", limit=1)
+    assert limited["total"] == 4 and len(limited["uses"]) == 1
+
+
+@pytest.mark.integration
+def test_read_code_returns_numbered_lines_of_an_indexed_file(mcp):
+    lines = (ROOT / "tests/fixtures/sample_repo/shop/models.py").read_text().splitlines()
+    found = mcp.data("read_code", path="shop/models.py", start=39, end=45)
+    assert found["lines"] == lines[38:45] and (found["start"], found["end"], found["total_lines"]) == (39, 45, 64)
+    assert mcp.data("read_code", path="shop/models.py", start=60, end=500)["end"] == 64
+    assert mcp.text("read_code", path="shop/checkout.py").startswith("shop/checkout.py lines 1-15 of 15 (python):\n 1  ")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("arguments, message", [
+    ({"path": "../etc/passwd"}, "Invalid path: use a path relative to the repository, as in the sources."),
+    ({"path": "/etc/passwd"}, "Invalid path: use a path relative to the repository, as in the sources."),
+    ({"path": ".gitignore"}, ".gitignore is not an indexed file of sample."),
+    ({"path": "shop/models.py", "start": 65}, "shop/models.py has 64 lines."),
+    ({"path": "shop/models.py", "start": 9, "end": 3}, "end must not be before start."),
+])
+def test_read_code_is_confined_to_indexed_files_like_the_web_view(mcp, arguments, message):
+    assert mcp.error("read_code", **arguments) == message
+
+
+@pytest.mark.integration
+def test_errors_carry_the_clis_one_line_message(mcp, indexed_sample):
+    settings, _ = indexed_sample
+    cli = subprocess.run([sys.executable, str(ROOT / "preprocessing.py"), "remove", "nope"], capture_output=True,
+                         text=True, env={"CODEQA_DATA_DIR": str(settings.data_dir), "PATH": "/usr/bin:/bin"})
+    assert cli.returncode == 1
+    message = cli.stderr.strip().removeprefix("error: ")
+    assert message == "Unknown repo 'nope' (indexed repos: sample)."
+    for tool, arguments in [("search_code", {"query": "cart"}), ("find_symbol", {"name": "Cart"}),
+                            ("find_references", {"symbol": "Cart"}), ("read_code", {"path": "shop/models.py"})]:
+        assert mcp.error(tool, repo="nope", **arguments) == message
+    assert mcp.error("search_code", query="   ") == "The query is empty."
+
+
+@pytest.mark.integration
+def test_list_repos_names_the_default(mcp):
+    found = mcp.data("list_repos")
+    assert found["default"] == "sample" and [r["name"] for r in found["repos"]] == ["sample"]
+    assert found["repos"][0]["files"] == 23 and found["repos"][0]["languages"]["python"] == 6
+    assert mcp.text("list_repos").startswith("sample  (default): ")
+
+
+def _repo(name: str, root: str) -> RepoInfo:
+    return RepoInfo(name=name, root=root, prefix=name, embedding_model="m", embedding_dim=1, created_at=0,
+                    indexed_at=0)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("default_repo, workdir, expected", [
+    (None, "/work/app/src", "app"),  # the repo holding the working directory, the innermost one
+    (None, "/work/app/vendor/lib/x", "lib"),
+    (None, "/elsewhere", None),  # several repos and none holds it: the caller must say
+    ("lib", "/work/app", "lib"),  # --repo wins
+])
+def test_the_default_repo_is_the_one_asked_for_or_the_projects(default_repo, workdir, expected):
+    repos = [_repo("app", "/work/app"), _repo("lib", "/work/app/vendor/lib")]
+    chosen = CodeTools(None, default_repo, Path(workdir)).default(repos)  # type: ignore[arg-type]
+    assert (chosen.name if chosen else None) == expected
+    assert CodeTools(None, None, Path("/elsewhere")).default(repos[:1]).name == "app"  # type: ignore[arg-type]
