@@ -3,6 +3,7 @@
     python preprocessing.py index /path/to/repo [--name NAME]
     python preprocessing.py list
     python preprocessing.py remove NAME
+    python preprocessing.py watch /path/to/repo [--name NAME]   # index, then re-index on changes
 
 Every run is incremental (Continue-style): `index_plan.plan_index` decides from sizes, mtimes
 and content hashes which files to add, change and delete, then the run applies that plan;
@@ -432,10 +433,35 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--rebuild", action="store_true",
                        help="drop this repo's index first (needed after changing the embedding model)")
     index.add_argument("--no-progress", action="store_true", help="no progress bar")
+    watch = commands.add_parser("watch", help="index a repo, then keep its index fresh: re-index after "
+                                "every burst of file changes until Ctrl-C")
+    watch.add_argument("path", help="the repository's root directory")
+    watch.add_argument("--name", help="name to index it under (default: the folder name)")
+    watch.add_argument("--no-progress", action="store_true", help="no progress bar for the first run")
     commands.add_parser("list", help="list indexed repos")
     remove = commands.add_parser("remove", help="delete a repo's index")
     remove.add_argument("name")
     return parser
+
+
+def _watch(args: argparse.Namespace, services: Services) -> None:
+    """`watch`: the first run's full report, then one line per re-index."""
+    from live_index import format_changes, format_run, watch_repo  # it builds on this module
+
+    first = True
+
+    def on_run(report: IndexReport) -> None:
+        nonlocal first
+        if first:
+            print(_format_report(report))
+            print(f"Watching {report.root} for changes (Ctrl-C to stop)", flush=True)
+            first = False
+        else:
+            print(format_run(report), flush=True)
+
+    watch_repo(args.path, services.settings, services.db, name=args.name,
+               on_changes=lambda paths: print(format_changes(paths), flush=True), on_run=on_run,
+               progress=False if args.no_progress else None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -448,6 +474,8 @@ def main(argv: list[str] | None = None) -> int:
             report = index_repo(args.path, services.settings, name=args.name, rebuild=args.rebuild,
                                 progress=False if args.no_progress else None, db=services.db)
             print(_format_report(report))
+        elif args.command == "watch":
+            _watch(args, services)
         elif args.command == "list":
             print(_format_repos(services.repos()))
         else:

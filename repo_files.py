@@ -155,10 +155,10 @@ def _layer_for(abs_dir: str, rel_dir: str, is_root: bool) -> _IgnoreLayer | None
     return _IgnoreLayer(rel_dir, pathspec.PathSpec.from_lines("gitignore", lines))
 
 
-def _is_vendored_dir(entry: os.DirEntry[str]) -> bool:
-    if entry.name in VENDORED_DIRS:
+def _is_vendored_dir(name: str, abs_path: str) -> bool:
+    if name in VENDORED_DIRS:
         return True
-    return any(os.path.isfile(os.path.join(entry.path, marker)) for marker in VENDORED_MARKERS)
+    return any(os.path.isfile(os.path.join(abs_path, marker)) for marker in VENDORED_MARKERS)
 
 
 def _within(path: str, root: str) -> bool:
@@ -248,7 +248,7 @@ class _Walker:
     def _keep_dir(
         self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...]
     ) -> bool:
-        if _is_vendored_dir(entry):
+        if _is_vendored_dir(entry.name, entry.path):
             self.report.skip("vendored", rel_path + "/")
             return False
         if _is_ignored(rel_path, True, layers):
@@ -287,6 +287,53 @@ class _Walker:
         if info.st_size > self.max_file_bytes:
             return "too_large"
         return FoundFile(rel_path, Path(entry.path), language, info.st_size, info.st_mtime_ns)
+
+
+class ChangeFilter:
+    """The walk's rules applied to single changed paths, for a watcher: whether a change (of a
+    file or directory, existing or deleted) can change what the walk finds.
+
+    A change under `.git/`, a vendored or ignored directory, or to an ignored, binary or
+    unsupported file cannot; a `.gitignore` can, and so can a directory created or moved in (its
+    files may arrive as one event). A deleted path counts when its name is indexable or it has
+    no extension (it may have been a directory). Content checks stay with the walk. `.gitignore`
+    files are read once per instance: make one per batch of changes.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = str(root)
+        self._layers: dict[str, _IgnoreLayer | None] = {}
+
+    def _layer(self, rel_dir: str) -> _IgnoreLayer | None:
+        if rel_dir not in self._layers:
+            self._layers[rel_dir] = _layer_for(os.path.join(self.root, rel_dir), rel_dir, is_root=not rel_dir)
+        return self._layers[rel_dir]
+
+    def matters(self, rel_path: str) -> bool:
+        """`rel_path`: relative to the root, `/`-separated."""
+        *dirs, name = rel_path.split("/")
+        layers: tuple[_IgnoreLayer, ...] = ()
+        rel_dir = ""
+        for part in [*dirs, None]:
+            layer = self._layer(rel_dir)
+            if layer is not None:
+                layers = (*layers, layer)
+            if part is None:
+                break
+            if _is_vendored_dir(part, os.path.join(self.root, rel_dir, part)) or \
+                    _is_ignored(rel_dir + part, True, layers):
+                return False
+            rel_dir += part + "/"
+        abs_path = os.path.join(self.root, rel_path)
+        if os.path.isdir(abs_path):
+            return not _is_vendored_dir(name, abs_path) and not _is_ignored(rel_path, True, layers)
+        if name == ".gitignore":
+            return True
+        if _is_ignored(rel_path, False, layers) or PurePosixPath(name).suffix.lower() in BINARY_EXTENSIONS:
+            return False
+        if language_for(rel_path) is not None:
+            return True
+        return not os.path.lexists(abs_path) and not PurePosixPath(name).suffix
 
 
 def read_source(found: FoundFile, max_file_bytes: int) -> SourceFile | str:
