@@ -65,8 +65,8 @@ def close_app(app: Flask) -> None:
     app.extensions["codeqa"].close()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="app.py", description="Serve the CodeQA web chat (waitress).")
+def main(argv: list[str] | None = None, prog: str = "app.py") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description="Serve the CodeQA web chat (waitress).")
     parser.add_argument("--host", default=os.environ.get("CODEQA_HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("CODEQA_PORT", "5000")))
     parser.add_argument("--threads", type=int, default=16)

@@ -52,6 +52,7 @@ MAX_CODE_LINES = 80  # of a definition's code in find_symbol; read_code has the 
 MAX_READ_LINES = 500  # lines read_code returns per call
 DEFAULT_USES = 200  # uses find_references lists unless asked for more
 MAX_USES = 2000
+NO_REPOS = "No repo is indexed yet: run `codeqa index PATH` (or `python preprocessing.py index PATH`) first."
 
 INSTRUCTIONS = """\
 CodeQA has indexed these repositories with tree-sitter: every function, method, class (and docs
@@ -210,7 +211,7 @@ class CodeTools:
             return self.services.repo(name or self.default_repo)
         repos = self.services.repos()
         if not repos:
-            raise UnknownRepoError("No repo is indexed yet: run `codeqa index PATH` first.")
+            raise UnknownRepoError(NO_REPOS)
         chosen = self.default(repos)
         if chosen is None:
             raise UnknownRepoError(f"Several repos are indexed ({', '.join(r.name for r in repos)}): "
@@ -302,20 +303,21 @@ class CodeTools:
             raise CodeRangeError(f"{path} has {_plural(len(lines), 'line')}.")
         if end is not None and end < start:
             raise CodeRangeError("end must not be before start.")
-        last = min(len(lines), end or len(lines), start + MAX_READ_LINES - 1)
+        wanted = min(len(lines), end or len(lines))
+        last = min(wanted, start + MAX_READ_LINES - 1)
         shown = lines[start - 1:last]
-        more = f"; call again with start={last + 1} for more" if last < min(len(lines), end or len(lines)) else ""
-        header = f"{path} lines {start}-{last} of {len(lines)} ({language_for(path) or 'text'}){more}:"
+        language = language_for(path) or "text"
+        more = f"; call again with start={last + 1} for more" if last < wanted else ""
+        header = f"{path} lines {start}-{last} of {len(lines)} ({language}){more}:"
         return header + "\n" + _numbered(shown, start), CodeOutput(
-            repo=info.name, path=path, language=language_for(path) or "text", start=start, end=last,
-            total_lines=len(lines), lines=shown)
+            repo=info.name, path=path, language=language, start=start, end=last, total_lines=len(lines), lines=shown)
 
     def list_repos(self) -> tuple[str, ReposOutput]:
         repos = self.services.repos()
         default = self.default(repos)
         summaries = [RepoSummary(**info.summary()) for info in repos]
         if not repos:
-            return "No repo is indexed yet: run `codeqa index PATH` first.", ReposOutput(repos=[], default=None)
+            return NO_REPOS, ReposOutput(repos=[], default=None)
         lines = []
         for s in summaries:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.indexed_at)) if s.indexed_at else "never"
@@ -438,8 +440,8 @@ def _warm_up(services: Services) -> None:
         log.warning("search is not ready: %s", exc)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mcp_server.py", description="Serve CodeQA's tools to MCP clients "
+def main(argv: list[str] | None = None, prog: str = "mcp_server.py") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description="Serve CodeQA's tools to MCP clients "
                                      "(coding agents, editors) over stdio.")
     parser.add_argument("--repo", help="the repo tools use when a call does not name one "
                                        "(default: the repo holding the working directory, or the only one)")

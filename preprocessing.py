@@ -423,8 +423,8 @@ def _format_repos(repos: list[RepoInfo]) -> str:
     return "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="preprocessing.py", description="Index code repositories for CodeQA.")
+def build_parser(prog: str = "preprocessing.py") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Index code repositories for CodeQA.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log per-file details")
     commands = parser.add_subparsers(dest="command", required=True)
     index = commands.add_parser("index", help="index a repo (first run: everything; later: only what changed)")
@@ -464,8 +464,9 @@ def _watch(args: argparse.Namespace, services: Services) -> None:
                progress=False if args.no_progress else None)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "preprocessing.py") -> int:
+    """The CLI (`codeqa` runs it with its own `prog`); returns the exit status."""
+    args = build_parser(prog).parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -514,8 +514,8 @@ def _format_human(result: SearchResult) -> str:
     return "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="retrieval.py", description="Search an indexed repo.")
+def build_parser(prog: str = "retrieval.py") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Search an indexed repo.")
     commands = parser.add_subparsers(dest="command", required=True)
     search = commands.add_parser("search", help="search a repo for a question")
     search.add_argument("query", nargs="?", help="the question (omit with --batch)")
@@ -571,8 +571,9 @@ def _batch(path: str) -> Iterator[tuple[str, str]]:
                     raise QueryError(f"{path}:{number}: expected {{\"id\", \"query\"}}: {exc}") from exc
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "retrieval.py") -> int:
+    """The CLI (`codeqa` runs it with its own `prog`); returns the exit status."""
+    args = build_parser(prog).parse_args(argv)
     if args.command == "search" and bool(args.query) == bool(args.batch):
         print("error: give either a QUESTION or --batch FILE", file=sys.stderr)
         return 2

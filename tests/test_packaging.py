@@ -1,0 +1,126 @@
+"""`pip install .` in a fresh virtualenv gives working `codeqa` commands.
+
+What the integration test does, to stay offline and take seconds rather than the ~10 minutes a
+real install takes (PyTorch, compiling llama.cpp):
+- it copies the checkout's files (no .git, .venv, tests) to a temporary folder and creates a
+  fresh venv (without pip) whose only link to the test run's environment is one `.pth` file:
+  the test's site-packages (holding every pinned dependency, and setuptools) are visible to it;
+- the test run's pip, pointed at the fresh venv (`pip --python VENV/bin/python install
+  --no-index --no-build-isolation .`, pip's configuration files ignored), then resolves every
+  pin of requirements.txt against those installed packages (a missing or differently pinned
+  one fails the install: there is no index to fetch it from), builds the project with the
+  pinned setuptools and installs its modules, data (queries, templates, static) and the
+  `codeqa` command into the fresh venv;
+- the commands run from a folder outside the checkout, so the modules, queries, templates
+  and assets they use are the installed ones (the test checks where they were imported from).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tomllib
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SAMPLE_REPO
+from mcp_client import NO_LLM, mcp_session
+from servers import free_port, start_server
+from test_live_index import DEADLINE, Watcher
+
+
+@pytest.mark.unit
+def test_every_top_level_module_is_packaged():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert sorted(project["tool"]["setuptools"]["py-modules"]) == sorted(p.stem for p in ROOT.glob("*.py"))
+
+
+@pytest.mark.unit
+def test_codeqa_lists_its_commands_and_refuses_unknown_ones(capsys):
+    from codeqa import COMMANDS, main
+
+    assert main(["--help"]) == 0
+    usage = capsys.readouterr().out
+    assert all(f"\n  {name} " in usage for name in COMMANDS)
+    assert main(["frobnicate"]) == 2 and "unknown command 'frobnicate'" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """The bin folder of a fresh venv with `pip install .` of a copy of this checkout."""
+    work = tmp_path_factory.mktemp("install")
+    source = work / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "tests", "eval", "bench", "__pycache__", ".pytest_cache", "build", "*.egg-info"))
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    (Path(sysconfig.get_path("purelib", vars={"base": str(venv)})) / "test-dependencies.pth").write_text(
+        sysconfig.get_path("purelib") + "\n")
+    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+                              "--no-index", "--no-build-isolation", "--quiet", str(source)],
+                             capture_output=True, text=True, env={**os.environ, "PIP_CONFIG_FILE": os.devnull})
+    assert install.returncode == 0, install.stdout + install.stderr
+    return venv / "bin"
+
+
+def _env(data_dir: Path) -> dict[str, str]:
+    return {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "HF_HUB_OFFLINE": "1",
+            "CODEQA_DATA_DIR": str(data_dir), "CODEQA_LLM_BASE_URL": NO_LLM}
+
+
+def _run(bin_dir: Path, cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(bin_dir / "codeqa"), *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=DEADLINE)
+
+
+@pytest.mark.integration
+def test_pip_install_gives_working_codeqa_commands(installed, tmp_path):
+    data_dir, elsewhere = tmp_path / "data", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    repo = shutil.copytree(SAMPLE_REPO, tmp_path / "repo")
+    env = _env(data_dir)
+    where = subprocess.run([str(installed / "python"), "-c", "import app, treesitter; print(app.__file__); "
+                            "print(treesitter.QUERIES_DIR)"], cwd=elsewhere, env=env, capture_output=True,
+                           text=True, check=True).stdout.split()
+    assert all(path.startswith(str(installed.parent)) for path in where), where
+
+    assert "  mcp " in _run(installed, elsewhere, env, "--help").stdout
+    indexed = _run(installed, elsewhere, env, "index", str(repo), "--name", "sample", "--no-progress")
+    assert indexed.returncode == 0, indexed.stderr
+    assert "files: 23 added" in indexed.stdout
+    assert _run(installed, elsewhere, env, "list").stdout.startswith(f"sample\t{repo}")
+
+    found = _run(installed, elsewhere, env, "search", "--repo", "sample", "--no-hyde", "--json", "make_demo_cart")
+    assert json.loads(found.stdout)["results"][0]["qualified_name"] == "make_demo_cart", found.stderr
+
+    with mcp_session(data_dir, elsewhere, command=(str(installed / "codeqa"), ["mcp"])) as mcp:
+        assert mcp.data("find_symbol", name="make_demo_cart")["definitions"][0]["location"] == "shop/models.py:59-64"
+
+    port = free_port()
+    server = start_server([str(installed / "codeqa"), "serve", "--port", str(port)], env,
+                          f"http://127.0.0.1:{port}/api/status", timeout=DEADLINE)
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/") as page:
+            assert "<script type=\"application/json\"" in page.read().decode()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/app.js") as script:
+            assert script.status == 200
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+    watcher = Watcher(repo, data_dir, "sample", command=[str(installed / "codeqa"), "watch"], cwd=elsewhere)
+    try:
+        watcher.wait_for(lambda: any(line.startswith("Watching ") for line in watcher.lines), "watch")
+        assert "files: 0 added, 0 changed, 0 deleted, 23 unchanged" in watcher.output()
+    finally:
+        watcher.stop()
+
+    removed = _run(installed, elsewhere, env, "remove", "sample")
+    assert removed.stdout.startswith("Removed sample") and _run(installed, elsewhere, env, "list").stdout.startswith(
+        "No repos indexed yet")
