@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated
 
 from mcp.server import MCPServer
@@ -185,6 +185,13 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
+def _repo_relative(info: RepoInfo, path: str) -> str:
+    """An absolute path inside the repo's folder as the index names it (agents often pass
+    those); any other path as given, for the index's own checks to judge."""
+    pure = PurePosixPath(path)
+    return pure.relative_to(info.root).as_posix() if pure.is_absolute() and pure.is_relative_to(info.root) else path
+
+
 def _headline(d: Symbol) -> str:
     return (f"{d.location}  {d.kind} {d.qualified_name}  (id {d.id}, used {_plural(d.reference_count, 'time')})")
 
@@ -221,7 +228,7 @@ class CodeTools:
     def search_code(self, query: str, repo: str | None, k: int, lang: str | None,
                     path: str | None) -> tuple[str, SearchOutput]:
         info = self.repo(repo)
-        options = SearchOptions(k=k, hyde=False, language=lang, path_prefix=path)
+        options = SearchOptions(k=k, hyde=False, language=lang, path_prefix=path and _repo_relative(info, path))
         result = self.services.retriever.search(info.name, query, options)
         hits = []
         for hit in result.results:
@@ -297,6 +304,7 @@ class CodeTools:
 
     def read_code(self, path: str, repo: str | None, start: int, end: int | None) -> tuple[str, CodeOutput]:
         info = self.repo(repo)
+        path = _repo_relative(info, path)
         target = self.services.indexed_file(info, path)  # the one gate to the disk
         lines = target.read_text(encoding="utf-8", errors="replace").splitlines()
         if start > max(len(lines), 1):
@@ -414,7 +422,7 @@ def create_server(tools: CodeTools) -> MCPServer:
     @server.tool(annotations=READ_ONLY)
     def read_code(
         path: Annotated[str, Field(description="file path relative to the repo root, as the other tools "
-                                               "print it")],
+                                               "print it (an absolute path inside the repo works too)")],
         repo: RepoArg = None,
         start: Annotated[int, Field(ge=1, description="first line, 1-based")] = 1,
         end: Annotated[int | None, Field(ge=1, description="last line, inclusive (default: to the end)")] = None,

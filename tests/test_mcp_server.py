@@ -108,6 +108,8 @@ def test_read_code_returns_numbered_lines_of_an_indexed_file(mcp):
     assert found["lines"] == lines[38:45] and (found["start"], found["end"], found["total_lines"]) == (39, 45, 64)
     assert mcp.data("read_code", path="shop/models.py", start=60, end=500)["end"] == 64
     assert mcp.text("read_code", path="shop/checkout.py").startswith("shop/checkout.py lines 1-15 of 15 (python):\n 1  ")
+    absolute = mcp.data("read_code", path=str(ROOT / "tests/fixtures/sample_repo/shop/models.py"), start=39, end=39)
+    assert (absolute["path"], absolute["lines"]) == ("shop/models.py", [lines[38]])
 
 
 @pytest.mark.integration
