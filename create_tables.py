@@ -5,20 +5,33 @@ Per repo there are three tables, namespaced by a prefix derived from the repo na
 `<prefix>__files`, the manifest of what the other two hold. A registry table
 `codeqa_repos` lists repos with their embedding model.
 
-Crash safety comes from ordering, not transactions: a file's rows are replaced (delete,
-then one atomic add) before its manifest entry is written, so after a crash the manifest
-still holds the old hash and the next run redoes that file; every step is idempotent.
+Crash safety comes from ordering, not transactions: a file's rows are replaced (one atomic
+merge per table) before its manifest entry is written, so after a crash the manifest still
+holds the old hash and the next run redoes that file; every step is idempotent.
+
+Duplicates are impossible by construction: every table declares its key (`id`, `file_path`,
+`name`) its primary key and is written only by merge-inserts on it, and LanceDB's commit
+rejects a concurrent merge that inserts a key another one just inserted (the loser retries
+against the winner's rows). `index_lock.py` keeps to one run per repo on top of that.
+
+A repo's tables are one generation: `--rebuild` (and the upgrade of tables written before
+keys were declared) builds a new generation under a new prefix while the old one keeps
+serving searches, then switches the registry row to it in one commit and drops the old.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 import re
+import secrets
+import stat
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from datetime import timedelta
 from typing import Iterable, Sequence
+from dataclasses import replace
 
 os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every hybrid query otherwise; read at import
 import lancedb
@@ -28,8 +41,9 @@ from lancedb.index import FTS, HnswSq
 
 from config import Settings
 from embeddings import Embedder
-from errors import CodeQAError
+from errors import CodeQAError, UnavailableError, one_line
 from records import ManifestEntry, RepoInfo
+from repo_files import decode_text, hash_bytes
 
 REGISTRY_TABLE = "codeqa_repos"
 TABLE_KINDS = ("methods", "classes", "files")
@@ -40,6 +54,9 @@ EMBED_TEXT_CHARS = 2000
 # ~30 ms, HNSW ~5 ms at recall@30 0.99 (Django, 384-d).
 ANN_MIN_ROWS = 10_000
 SEARCH_CODE_CHARS = 6000  # of a row's code in its BM25 text
+# Of a definition's code a row keeps (its head, in whole lines; start_line/end_line still give
+# the whole extent): far more than any prompt shows, and a bound on what one row can cost.
+MAX_ROW_CODE_CHARS = 100_000
 # A class's BM25 text has its method signatures and only the head of its code: the methods'
 # bodies have rows (and BM25 text) of their own.
 CLASS_SEARCH_CODE_CHARS = 1500
@@ -67,13 +84,36 @@ class UnknownRepoError(IndexStoreError):
     http_status = 404
 
 
+class IndexNotReadyError(UnavailableError):
+    """The repo is registered but its first index run has not finished (or was interrupted)."""
+
+    code = "index_not_ready"
+
+
 class ModelMismatchError(IndexStoreError):
     """The repo was indexed with another embedding model than the configured one."""
 
 
+# Field metadata naming a column a table's (unenforced) primary key, as
+# `Table.set_unenforced_primary_key` writes it: LanceDB then checks concurrent merge-inserts
+# on it for inserted keys (without it, two of them inserting one key both succeed).
+PRIMARY_KEY_METADATA = "lance-schema:unenforced-primary-key:position"
+
+
+def key_field(name: str) -> pa.Field:
+    """A table's key column: a non-null string declared its primary key."""
+    return pa.field(name, pa.string(), nullable=False, metadata={PRIMARY_KEY_METADATA: "1"})
+
+
+def has_primary_key(table, column: str) -> bool:
+    """Whether `column` is declared the table's primary key (tables from before it was are not)."""
+    metadata = table.schema.field(column).metadata or {}
+    return PRIMARY_KEY_METADATA.encode() in metadata
+
+
 def symbol_schema(dim: int, with_method_signatures: bool) -> pa.Schema:
     fields = [
-        ("id", pa.string()),
+        key_field("id"),
         ("repo", pa.string()),
         ("file_path", pa.string()),
         ("language", pa.string()),
@@ -102,7 +142,7 @@ def symbol_schema(dim: int, with_method_signatures: bool) -> pa.Schema:
 
 
 FILES_SCHEMA = pa.schema([  # one row per records.ManifestEntry
-    ("file_path", pa.string()),
+    key_field("file_path"),
     ("sha256", pa.string()),
     ("language", pa.string()),
     ("size", pa.int64()),
@@ -113,7 +153,7 @@ FILES_SCHEMA = pa.schema([  # one row per records.ManifestEntry
 ])
 
 REGISTRY_SCHEMA = pa.schema([  # one row per records.RepoInfo
-    ("name", pa.string()),
+    key_field("name"),
     ("root", pa.string()),
     ("prefix", pa.string()),
     ("embedding_model", pa.string()),
@@ -233,19 +273,69 @@ def open_table(db: lancedb.DBConnection, info: RepoInfo, kind: str):
     return db.open_table(table_name(info, kind))
 
 
-def table_prefix(name: str) -> str:
-    """A table-name-safe, collision-free prefix for a repo name."""
+def table_prefix(name: str, generation: str = "") -> str:
+    """A table-name-safe, collision-free prefix for a repo name (and one generation of its tables)."""
     slug = re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_")[:40] or "repo"
-    return f"r_{slug}_{hashlib.sha1(name.encode()).hexdigest()[:8]}"
+    base = f"r_{slug}_{hashlib.sha1(name.encode()).hexdigest()[:8]}"
+    return f"{base}-{generation}" if generation else base
+
+
+def new_generation_prefix(name: str) -> str:
+    """The prefix of a new generation of a repo's tables (never one in use)."""
+    return table_prefix(name, secrets.token_hex(4))
+
+
+def repo_table_names(db: lancedb.DBConnection, name: str) -> set[str]:
+    """Every table of every generation of the repo `name` (what `remove` drops)."""
+    family = re.compile(rf"{re.escape(table_prefix(name))}(?:-[0-9a-f]{{8}})?__(?:{'|'.join(TABLE_KINDS)})")
+    return {table for table in table_names(db) if family.fullmatch(table)}
+
+
+def drop_tables(db: lancedb.DBConnection, names: Iterable[str]) -> None:
+    for name in sorted(names):
+        db.drop_table(name)
+
+
+def drop_other_generations(db: lancedb.DBConnection, info: RepoInfo) -> None:
+    """Drop the repo's tables that are not `info`'s generation: leftovers of an interrupted
+    rebuild or of one that stopped before dropping the generation it replaced."""
+    keep = {table_name(info, kind) for kind in TABLE_KINDS}
+    drop_tables(db, repo_table_names(db, info.name) - keep)
 
 
 # --- Registry ---------------------------------------------------------------------------------
+
+MAX_REPO_NAME = 100
+_REPO_NAME = re.compile(r"\w[\w.+@-]*")
+
+
+class InvalidRepoNameError(IndexStoreError):
+    """A repo name that is too long or has characters other than letters, digits and `._+@-`."""
+
+    http_status = 400
+
+
+def check_repo_name(name: str) -> str:
+    """`name` if it can name a repo: 1–100 letters, digits and `. _ + @ -`, starting with a
+    letter or digit (it appears in URLs, table names and messages)."""
+    if not 1 <= len(name) <= MAX_REPO_NAME or not _REPO_NAME.fullmatch(name) or not name.isprintable():
+        raise InvalidRepoNameError(
+            f"Invalid repo name {one_line(repr(name), 60)}: use 1 to {MAX_REPO_NAME} letters, digits "
+            "and . _ + @ -, starting with a letter or digit.")
+    return name
+
+
+def repo_name_from(folder: str) -> str:
+    """A valid repo name made from a folder name (other characters become `-`)."""
+    name = re.sub(r"[^\w.+@-]+", "-", folder).strip(".+@-_")[:MAX_REPO_NAME - 7]
+    return name or "repo"
+
 
 def connect(settings: Settings) -> lancedb.DBConnection:
     return lancedb.connect(settings.database_uri)
 
 
-def _table_names(db: lancedb.DBConnection) -> set[str]:
+def table_names(db: lancedb.DBConnection) -> set[str]:
     names: set[str] = set()
     token = None
     while True:
@@ -257,48 +347,72 @@ def _table_names(db: lancedb.DBConnection) -> set[str]:
 
 
 def _registry(db: lancedb.DBConnection):
-    if REGISTRY_TABLE in _table_names(db):
-        return db.open_table(REGISTRY_TABLE)
-    return db.create_table(REGISTRY_TABLE, schema=REGISTRY_SCHEMA, exist_ok=True)
+    """The registry table, created if missing; one written before it declared `name` its key
+    is rewritten with the key in one commit (a registry is a few rows)."""
+    if REGISTRY_TABLE not in table_names(db):
+        return db.create_table(REGISTRY_TABLE, schema=REGISTRY_SCHEMA, exist_ok=True)
+    table = db.open_table(REGISTRY_TABLE)
+    if has_primary_key(table, "name"):
+        return table
+    rows = table.to_arrow().select(REGISTRY_SCHEMA.names).cast(REGISTRY_SCHEMA)
+    return db.create_table(REGISTRY_TABLE, data=rows, schema=REGISTRY_SCHEMA, mode="overwrite")
 
 
 def list_repos(db: lancedb.DBConnection) -> list[RepoInfo]:
-    if REGISTRY_TABLE not in _table_names(db):
+    if REGISTRY_TABLE not in table_names(db):
         return []
     rows = db.open_table(REGISTRY_TABLE).to_arrow().to_pylist()
     return sorted(map(RepoInfo.from_row, rows), key=lambda info: info.name)
 
 
+def find_repo(db: lancedb.DBConnection, name: str) -> RepoInfo | None:
+    """The registry row of `name`, if it is indexed."""
+    return next((info for info in list_repos(db) if info.name == name), None)
+
+
 def get_repo(db: lancedb.DBConnection, name: str) -> RepoInfo:
-    for info in list_repos(db):
-        if info.name == name:
-            return info
-    known = ", ".join(info.name for info in list_repos(db)) or "none"
-    raise UnknownRepoError(f"Unknown repo {name!r} (indexed repos: {known}).")
+    """The registry row of `name`; `UnknownRepoError` suggests close names, never the whole list."""
+    found = find_repo(db, name)
+    if found is not None:
+        return found
+    known = [info.name for info in list_repos(db)]
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6) if len(name) <= MAX_REPO_NAME else []
+    hint = f" Did you mean {', '.join(map(repr, close))}?" if close else (
+        "" if known else " No repo is indexed yet.")
+    raise UnknownRepoError(f"Unknown repo {one_line(repr(name), 60)}.{hint}")
 
 
 def save_repo(db: lancedb.DBConnection, info: RepoInfo) -> None:
+    """Insert or replace a repo's registry row in one commit (a new generation's prefix included)."""
     table = pa.Table.from_pylist([info.to_row()], schema=REGISTRY_SCHEMA)
     _registry(db).merge_insert("name").when_matched_update_all().when_not_matched_insert_all().execute(table)
 
 
 def remove_repo(db: lancedb.DBConnection, name: str) -> RepoInfo:
-    """Drop a repo's tables, then its registry row (so a crash leaves it listed and removable)."""
+    """Drop every generation of a repo's tables, then its registry row (so a crash leaves it
+    listed and removable). The caller holds the repo's lock (`index_lock`)."""
     info = get_repo(db, name)
-    existing = _table_names(db)
-    for kind in TABLE_KINDS:
-        if table_name(info, kind) in existing:
-            db.drop_table(table_name(info, kind))
+    drop_tables(db, repo_table_names(db, name))
     _registry(db).delete(f"name = {sql_quote(name)}")
     return info
 
 
-def is_indexed_file(db: lancedb.DBConnection, info: RepoInfo, file_path: str) -> bool:
-    """Whether `file_path` is in the repo's manifest (the web app serves only those files)."""
-    name = table_name(info, "files")
-    if name not in _table_names(db):
-        return False
-    return db.open_table(name).count_rows(f"file_path = {sql_quote(file_path)}") > 0
+def upgrade_keys(db: lancedb.DBConnection, info: RepoInfo) -> RepoInfo:
+    """Copy tables written before they declared their keys into a new generation that does,
+    switch the registry to it and drop the old one; returns the new registry row. Searches
+    keep using the old tables until the switch."""
+    upgraded = replace(info, prefix=new_generation_prefix(info.name))
+    schemas = {"methods": symbol_schema(info.embedding_dim, False),
+               "classes": symbol_schema(info.embedding_dim, True), "files": FILES_SCHEMA}
+    for kind, schema in schemas.items():
+        old = open_table(db, info, kind)
+        _add_missing_columns(old, schema)
+        rows = old.to_arrow().select(schema.names).cast(schema)
+        db.create_table(table_name(upgraded, kind), data=rows, schema=schema)
+    RepoTables(db, upgraded).finish()
+    save_repo(db, upgraded)
+    drop_other_generations(db, upgraded)
+    return upgraded
 
 
 class InvalidPathError(CodeQAError, ValueError):
@@ -313,23 +427,70 @@ class FileNotIndexedError(IndexStoreError):
     http_status = 404
 
 
-def indexed_file_path(db: lancedb.DBConnection, info: RepoInfo, raw_path: object) -> Path:
-    """The on-disk file for a path of this repo's index, refusing anything else.
+class FileChangedError(IndexStoreError):
+    """An indexed file whose content no longer has the hash the index recorded."""
+
+
+# What the file view reads of a file whose manifest entry predates recorded sizes.
+MAX_UNSIZED_READ = 16 * 1024 * 1024
+
+
+def read_indexed_file(db: lancedb.DBConnection, info: RepoInfo, raw_path: object) -> str:
+    """The text of a file of this repo's index, refusing anything else.
 
     The one gate between user-supplied paths and the disk: the web file view, `@file` and
-    every other command that reads a file go through it."""
+    every other command that reads a file go through it. It serves only a regular file that
+    is reached without following a symlink (every component is opened with O_NOFOLLOW, so a
+    path swapped for a link, say to a secret elsewhere in the repo, is refused) and whose
+    bytes still have the hash the index recorded."""
     if not isinstance(raw_path, str) or not raw_path or "\x00" in raw_path or "\\" in raw_path:
         raise InvalidPathError("Invalid path.")
     pure = PurePosixPath(raw_path)
     if pure.is_absolute() or ".." in pure.parts or str(pure) != raw_path:
         raise InvalidPathError("Invalid path: use a path relative to the repository, as in the sources.")
-    if not is_indexed_file(db, info, raw_path):
+    entry = _manifest_entry(db, info, raw_path)
+    if entry is None:
         raise FileNotIndexedError(f"{raw_path} is not an indexed file of {info.name}.")
-    root = Path(info.root).resolve()
-    target = (root / raw_path).resolve()
-    if not target.is_relative_to(root) or not target.is_file():
-        raise FileNotIndexedError(f"{raw_path} is no longer in {info.name}'s folder.")
-    return target
+    data = _read_without_links(Path(info.root), raw_path, entry.size + 1 if entry.size else MAX_UNSIZED_READ)
+    if data is None:
+        raise FileNotIndexedError(f"{raw_path} is no longer a file in {info.name}'s folder.")
+    if hash_bytes(data) != entry.sha256:
+        raise FileChangedError(f"{raw_path} has changed since {info.name} was indexed: index it again to view it.")
+    return decode_text(data)[0]
+
+
+def _manifest_entry(db: lancedb.DBConnection, info: RepoInfo, file_path: str) -> ManifestEntry | None:
+    name = table_name(info, "files")
+    if name not in table_names(db):
+        return None
+    rows = _scan(db.open_table(name), FILES_SCHEMA.names, f"file_path = {sql_quote(file_path)}").to_pylist()
+    return ManifestEntry.from_row(rows[0]) if rows else None
+
+
+def _read_without_links(root: Path, relative: str, limit: int) -> bytes | None:
+    """At most `limit` bytes of the regular file `root/relative`, opened one component at a time
+    without following symlinks; None if any component is a link or missing, or the file is not
+    a regular file (a fifo put in its place is opened non-blocking, then refused)."""
+    no_follow = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    *folders, name = relative.split("/")
+    try:
+        folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        for part in folders:
+            inner = os.open(part, no_follow | os.O_DIRECTORY, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        handle = os.open(name, no_follow | os.O_NONBLOCK, dir_fd=folder)
+    except OSError:
+        return None
+    finally:
+        os.close(folder)
+    with os.fdopen(handle, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            return None
+        return file.read(limit)
 
 
 # --- One repo's tables ------------------------------------------------------------------------
@@ -340,7 +501,7 @@ class RepoTables:
     def __init__(self, db: lancedb.DBConnection, info: RepoInfo) -> None:
         self.db = db
         self.info = info
-        existing = _table_names(db)
+        existing = table_names(db)
         dim = info.embedding_dim
         self.methods = self._open(existing, "methods", symbol_schema(dim, False))
         self.classes = self._open(existing, "classes", symbol_schema(dim, True))
@@ -389,16 +550,21 @@ class RepoTables:
 
     def replace_files(self, entries: Sequence[ManifestEntry], method_rows: list[dict],
                       class_rows: list[dict]) -> None:
-        """Swap in the new rows of these files, then record them in the manifest."""
-        paths = [entry.file_path for entry in entries]
-        for chunk in _chunks(paths, 500):
-            for table in self.symbol_tables:
-                table.delete(sql_in("file_path", chunk))
-        if method_rows:
-            self.methods.add(pa.Table.from_pylist(method_rows, schema=self.methods.schema))
-        if class_rows:
-            self.classes.add(pa.Table.from_pylist(class_rows, schema=self.classes.schema))
+        """Swap in the new rows of these files (one atomic merge per table: a search never sees
+        a file without rows), then record them in the manifest."""
+        if not entries:
+            return
+        of_files = sql_in("file_path", [entry.file_path for entry in entries])
+        for table, rows in ((self.methods, method_rows), (self.classes, class_rows)):
+            data = pa.Table.from_pylist(rows, schema=table.schema)
+            (table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+             .when_not_matched_by_source_delete(of_files).execute(data))
         self.update_manifest(entries)
+
+    def keys_declared(self) -> bool:
+        """Whether every table declares its key (tables from before that need `upgrade_keys`)."""
+        return all(has_primary_key(table, key) for table, key in
+                   ((self.methods, "id"), (self.classes, "id"), (self.files, "file_path")))
 
     def update_manifest(self, entries: Sequence[ManifestEntry]) -> None:
         """Write manifest entries (insert or replace by path)."""
@@ -468,9 +634,17 @@ def embed_rows(rows: list[dict], embedder: Embedder, cache: dict[str, np.ndarray
     return len({row["text_hash"] for row in todo})
 
 
+def capped_code(code: str) -> str:
+    """At most MAX_ROW_CODE_CHARS of `code`, cut after a whole line."""
+    if len(code) <= MAX_ROW_CODE_CHARS:
+        return code
+    cut = code.rfind("\n", 0, MAX_ROW_CODE_CHARS)
+    return code[:cut + 1] if cut > 0 else code[:MAX_ROW_CODE_CHARS]
+
+
 def prepare_symbol_row(row: dict) -> dict:
-    """Add the derived columns (BM25 text fields, text hash, empty references) to a symbol row."""
-    row = _derive_text_columns(dict(row))
+    """Cap the code and add the derived columns (BM25 text fields, text hash, empty references)."""
+    row = _derive_text_columns({**row, "code": capped_code(row["code"])})
     row.setdefault("references", [])
     row.setdefault("reference_count", 0)
     row.setdefault("references_hash", "")

@@ -10,6 +10,7 @@ its own list of exception types. Anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import re
 import sys
 
 
@@ -58,7 +59,28 @@ def cli_exit(exc: CodeQAError | OSError) -> int:
     return exc.exit_code if isinstance(exc, CodeQAError) else 1
 
 
+def is_valid_unicode(text: str) -> bool:
+    """False for text holding lone surrogates (JSON's `\\ud800`, file names that are not UTF-8):
+    such text can't be stored, sent or shown."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def one_line(text: object, limit: int = 200) -> str:
     """`text` on one line, at most `limit` characters: fit for an error message."""
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+# An absolute path of two or more components (`/home/u/.codeqa/lancedb`, `~/.codeqa/x`), not
+# the path part of a URL (`http://host/v1`) nor a repo-relative path (`src/app.py`).
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~@-])~?(?:/[^\s/'\"`,;:()<>\[\]{}|]+){2,}/?")
+
+
+def without_paths(text: str) -> str:
+    """`text` with absolute file-system paths replaced by `<path>`: for messages that leave the
+    server (HTTP responses, chat events); logs keep the paths."""
+    return _ABSOLUTE_PATH.sub("<path>", text)

@@ -26,6 +26,7 @@ from preprocessing import IndexReport, index_repo
 from repo_files import ChangeFilter, RepoPathError
 
 QUIET_MS = 800  # a burst ends after this long without events
+LOCK_WAIT_S = 3600.0  # a run of another process holding the repo's lock is waited for, not fatal
 MAX_BATCH_MS = 15_000  # ... or after this long, for a tree that never stops changing
 CHECK_MS = 2_000  # with no events, how often to check that the repo is still there
 
@@ -58,7 +59,7 @@ def watch_repo(root: str | Path, settings: Settings, db: lancedb.DBConnection, n
     `on_changes(paths)` hears about a burst before its run, `on_run(report)` after every run
     (the first one included). Raises RepoPathError when the repo's folder goes away; returns
     on Ctrl-C between runs."""
-    report = index_repo(root, settings, name=name, progress=progress, db=db)
+    report = index_repo(root, settings, name=name, progress=progress, db=db, wait=LOCK_WAIT_S)
     root_path, name = Path(report.root), report.name
     on_run(report)
     for changes in watchfiles.watch(root_path, debounce=MAX_BATCH_MS, step=QUIET_MS, rust_timeout=CHECK_MS,
@@ -70,7 +71,7 @@ def watch_repo(root: str | Path, settings: Settings, db: lancedb.DBConnection, n
             continue
         on_changes(paths)
         try:
-            report = index_repo(root_path, settings, name=name, progress=False, db=db)
+            report = index_repo(root_path, settings, name=name, progress=False, db=db, wait=LOCK_WAIT_S)
         except RepoPathError as exc:
             raise _gone(root_path, name) from exc
         on_run(report)

@@ -305,8 +305,7 @@ class CodeTools:
     def read_code(self, path: str, repo: str | None, start: int, end: int | None) -> tuple[str, CodeOutput]:
         info = self.repo(repo)
         path = _repo_relative(info, path)
-        target = self.services.indexed_file(info, path)  # the one gate to the disk
-        lines = target.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = self.services.read_file(info, path).splitlines()  # the one gate to the disk
         if start > max(len(lines), 1):
             raise CodeRangeError(f"{path} has {_plural(len(lines), 'line')}.")
         if end is not None and end < start:

@@ -34,13 +34,14 @@ from create_tables import RepoTables
 from doc_sections import split_sections
 from embeddings import Embedder, get_embedder
 from errors import CLI_ERRORS, CodeQAError, cli_exit
+from index_lock import IndexBusyError, RepoLock
 from index_plan import IndexPlan, plan_index, recorded_mtime
 from languages import CONSTRUCTOR_CALLS, DOC_KIND, DOC_LANGUAGES, FUNCTION_KINDS
 from records import FileParse, ManifestEntry, RepoInfo, RepoStats, SymbolInfo
 from references import resolve_references
 from repo_files import RepoPathError, SourceFile, WalkReport, walk_repo
 from services import Services
-from treesitter import ParsedFile, parse_source
+from treesitter import MAX_NESTING, ParsedFile, parse_source
 
 log = logging.getLogger("codeqa.index")
 
@@ -71,7 +72,9 @@ class IndexReport:
     skipped: Counter = field(default_factory=Counter)
     skipped_examples: dict = field(default_factory=dict)
     non_utf8: int = 0
+    bom_decoded: Counter = field(default_factory=Counter)  # utf-16/utf-32 files read this run
     syntax_errors: list[str] = field(default_factory=list)
+    too_deep: Counter = field(default_factory=Counter)  # file → definitions nested beyond MAX_NESTING
     timings: dict[str, float] = field(default_factory=dict)
 
     def stats(self) -> RepoStats:
@@ -127,6 +130,7 @@ class FileRows:
     manifest: ManifestEntry
     methods: list[dict]
     classes: list[dict]
+    too_deep: int = 0  # definitions nested too deep for rows of their own
 
 
 def _base_row(repo: str, file: SourceFile, **fields) -> dict:
@@ -185,7 +189,7 @@ def file_rows(repo: str, file: SourceFile, mtime_ns: int) -> FileRows:
                              size=file.size, mtime_ns=mtime_ns, non_utf8=file.decoded_with_replacement,
                              has_errors=parsed.has_errors, parsed=parse.to_json())
     return FileRows(manifest, [tables_mod.prepare_symbol_row(r) for r in methods],
-                    [tables_mod.prepare_symbol_row(r) for r in classes])
+                    [tables_mod.prepare_symbol_row(r) for r in classes], parsed.too_deep)
 
 
 # --- The run -----------------------------------------------------------------------------------
@@ -194,8 +198,8 @@ def resolve_repo_name(db, root: Path, requested: str | None) -> str:
     """The name to index `root` under: the requested one, the one it already has, or its folder
     name, suffixed with a path hash when another repo already uses that folder name."""
     repos = {info.name: info for info in tables_mod.list_repos(db)}
-    if requested:
-        taken = repos.get(requested)
+    if requested is not None:
+        taken = repos.get(tables_mod.check_repo_name(requested))
         if taken and taken.root != str(root):
             raise tables_mod.IndexStoreError(
                 f"The name {requested!r} is already used for {taken.root}; pick another --name "
@@ -204,7 +208,7 @@ def resolve_repo_name(db, root: Path, requested: str | None) -> str:
     for info in repos.values():
         if info.root == str(root):
             return info.name
-    base = root.name or "repo"
+    base = tables_mod.repo_name_from(root.name)
     if base not in repos:
         return base
     return f"{base}-{hashlib.sha1(str(root).encode()).hexdigest()[:6]}"
@@ -219,46 +223,70 @@ def _check_model(info: RepoInfo, embedder: Embedder) -> None:
             "make search meaningless: switch the model back, or rerun with --rebuild.")
 
 
-def _register(db, name: str, root: Path, embedder: Embedder) -> RepoTables:
-    """Register a new repo and create its tables; this is where the model gets loaded."""
-    info = RepoInfo(name=name, root=str(root), prefix=tables_mod.table_prefix(name),
+def _new_generation(db, name: str, root: Path, embedder: Embedder, register: bool) -> RepoTables:
+    """Create a new generation of the repo's tables (this is where the model gets loaded); a new
+    repo is registered at once, a rebuilt one only when its new tables are complete."""
+    info = RepoInfo(name=name, root=str(root), prefix=tables_mod.new_generation_prefix(name),
                     embedding_model=embedder.model_id, embedding_dim=embedder.dim,
                     created_at=time.time(), indexed_at=0.0)
-    tables_mod.save_repo(db, info)
+    if register:
+        tables_mod.save_repo(db, info)
     return RepoTables(db, info)
 
 
-def index_repo(root: str | Path, settings: Settings, name: str | None = None,
-               rebuild: bool = False, progress: bool | None = None,
-               db: lancedb.DBConnection | None = None) -> IndexReport:
-    """Bring the index of `root` up to date and return what was done (in `db`, else a new
-    connection to the configured database)."""
-    with batch_gc():
-        return _index_repo(root, settings, name, rebuild, progress,
-                           db if db is not None else tables_mod.connect(settings))
-
-
-def _index_repo(root: str | Path, settings: Settings, name: str | None, rebuild: bool,
-                progress: bool | None, db: lancedb.DBConnection) -> IndexReport:
-    total_start = time.perf_counter()
+def _repo_root(root: str | Path) -> Path:
+    """The repository folder a user named, resolved; a one-line error for anything else."""
+    if not str(root).strip():
+        raise RepoPathError("The repository path is empty: give the folder to index.")
     root_path = Path(root).expanduser()
     if not root_path.exists():
         raise RepoPathError(f"{root} does not exist.")
     if not root_path.is_dir():
         raise RepoPathError(f"{root} is not a directory.")
-    root_path = root_path.resolve()
-    name = resolve_repo_name(db, root_path, name)
-    report = IndexReport(name=name, root=str(root_path))
+    resolved = root_path.resolve()
+    try:
+        str(resolved).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise RepoPathError(f"{ascii(str(resolved))} is not a valid UTF-8 path: rename the folder.") from exc
+    return resolved
 
+
+def index_repo(root: str | Path, settings: Settings, name: str | None = None,
+               rebuild: bool = False, progress: bool | None = None,
+               db: lancedb.DBConnection | None = None, wait: float = 0.0) -> IndexReport:
+    """Bring the index of `root` up to date and return what was done (in `db`, else a new
+    connection to the configured database).
+
+    One run per repo at a time (`index_lock`): if another run holds the repo's lock, wait up to
+    `wait` seconds for it, then `IndexBusyError`."""
+    db = db if db is not None else tables_mod.connect(settings)
+    started = time.perf_counter()
+    root_path = _repo_root(root)
+    name = resolve_repo_name(db, root_path, name)
+    with batch_gc(), RepoLock(db, name, "rebuild" if rebuild else "index").held(wait) as lock:
+        if resolve_repo_name(db, root_path, name) != name:  # raises if another folder took the name meanwhile
+            raise IndexBusyError(f"{name} was registered for another folder while this run waited; run it again.")
+        return _index_locked(root_path, settings, name, rebuild, progress, db, lock, started)
+
+
+def _index_locked(root_path: Path, settings: Settings, name: str, rebuild: bool, progress: bool | None,
+                  db: lancedb.DBConnection, lock: RepoLock, started: float) -> IndexReport:
+    """The run itself, under the repo's lock."""
+    report = IndexReport(name=name, root=str(root_path))
+    existing = tables_mod.find_repo(db, name)
+    if existing:
+        tables_mod.drop_other_generations(db, existing)  # what an interrupted rebuild left
     walked_at = time.time_ns()
     with _stage(report, "walk"):
         walked = walk_repo(root_path, settings.max_file_bytes)
-    existing = {info.name: info for info in tables_mod.list_repos(db)}.get(name)
     embedder = get_embedder(settings)
     previous = None
     if existing and not rebuild:
         _check_model(existing, embedder)
         previous = RepoTables(db, existing)
+        if not previous.keys_declared():
+            with _stage(report, "upgrade"):
+                previous = RepoTables(db, tables_mod.upgrade_keys(db, existing))
 
     with _stage(report, "plan"):
         manifest = previous.manifest() if previous else {}
@@ -269,16 +297,16 @@ def _index_repo(root: str | Path, settings: Settings, name: str | None, rebuild:
         reasons = ", ".join(f"{n} {r}" for r, n in walked.skipped.most_common()) or "no files"
         raise NothingToIndexError(f"Nothing indexable in {root_path} ({reasons}).")
 
+    # A rebuild fills a new generation of tables while searches keep using the old one.
+    staging = previous is None and existing is not None
     with _stage(report, "open"):
-        if existing and rebuild:
-            tables_mod.remove_repo(db, name)
-        repo = previous or _register(db, name, root_path, embedder)
+        repo = previous or _new_generation(db, name, root_path, embedder, register=not staging)
 
     # Until this run's references are resolved, a crash must make the next run resolve them all.
     interrupted = repo.info.references_pending
-    if plan.writes:
+    if plan.writes and not staging:
         tables_mod.save_repo(db, replace(repo.info, references_pending=True))
-    _write_files(repo, plan.to_write, embedder, settings.write_batch, report, progress, walked_at)
+    _write_files(repo, plan.to_write, embedder, settings.write_batch, report, progress, walked_at, lock)
     if plan.restat:
         with _stage(report, "write"):
             repo.update_manifest(plan.restat)
@@ -292,9 +320,12 @@ def _index_repo(root: str | Path, settings: Settings, name: str | None, rebuild:
 
     counts = repo.counts()
     report.methods, report.classes, report.docs = counts["methods"], counts["classes"], counts["docs"]
-    report.timings["total"] = time.perf_counter() - total_start
+    report.timings["total"] = time.perf_counter() - started
+    lock.check()
     tables_mod.save_repo(db, replace(repo.info, indexed_at=time.time(), stats=report.stats(),
                                      references_pending=False))
+    if staging:
+        tables_mod.drop_other_generations(db, repo.info)  # searches now use the new generation
     return report
 
 
@@ -303,14 +334,15 @@ def _report_plan(report: IndexReport, plan: IndexPlan, walked: WalkReport) -> No
     report.files_by_language = Counter(f.language for f in plan.current)
     report.skipped, report.skipped_examples = walked.skipped, walked.skipped_examples
     report.non_utf8 = plan.non_utf8
+    report.bom_decoded = walked.bom_decoded
     report.added, report.changed = len(plan.add), len(plan.change)
     report.deleted = plan.deleted_from_manifest
     report.unchanged = len(plan.unchanged)
 
 
 def _write_files(repo: RepoTables, todo: list[SourceFile], embedder: Embedder, batch_size: int,
-                 report: IndexReport, progress: bool | None, walked_at: int) -> None:
-    """Parse, embed and write the files that changed, a batch at a time."""
+                 report: IndexReport, progress: bool | None, walked_at: int, lock: RepoLock) -> None:
+    """Parse, embed and write the files that changed, a batch at a time (while the lock is ours)."""
     bar = tqdm(total=len(todo), unit="file", desc="Indexing", disable=None if progress is None else not progress)
     try:
         for start in range(0, len(todo), batch_size):
@@ -321,6 +353,8 @@ def _write_files(repo: RepoTables, todo: list[SourceFile], embedder: Embedder, b
                     rows = file_rows(report.name, file, recorded_mtime(file.mtime_ns, walked_at))
                     if rows.manifest.has_errors:
                         report.syntax_errors.append(file.path)
+                    if rows.too_deep:
+                        report.too_deep[file.path] = rows.too_deep
                     parsed.append(rows)
             methods = [r for p in parsed for r in p.methods]
             classes = [r for p in parsed for r in p.classes]
@@ -328,6 +362,7 @@ def _write_files(repo: RepoTables, todo: list[SourceFile], embedder: Embedder, b
                 cache = repo.cached_vectors([f.path for f in batch])
                 report.embedded += tables_mod.embed_rows(methods + classes, embedder, cache)
             with _stage(report, "write"):
+                lock.check()
                 repo.replace_files([p.manifest for p in parsed], methods, classes)
             bar.update(len(batch))
     finally:
@@ -401,9 +436,14 @@ def _format_report(report: IndexReport) -> str:
         lines.append(f"  skipped {count} {reason}" + (f" (e.g. {examples})" if examples else ""))
     if report.non_utf8:
         lines.append(f"  {report.non_utf8} files were not UTF-8 and were decoded with replacement characters")
+    for encoding, count in sorted(report.bom_decoded.items()):
+        lines.append(f"  {count} files were {encoding.upper()} (by their byte-order mark) and were decoded as such")
     if report.syntax_errors:
         lines.append(f"  {len(report.syntax_errors)} files have syntax errors (indexed what parsed), "
                      f"e.g. {', '.join(report.syntax_errors[:3])}")
+    if report.too_deep:
+        lines.append(f"  {sum(report.too_deep.values())} definitions nested more than {MAX_NESTING} deep are "
+                     f"part of their enclosing definition's row, e.g. in {', '.join(list(report.too_deep)[:3])}")
     timings = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in report.timings.items())
     lines.append(f"  time: {timings}")
     return "\n".join(lines)
@@ -431,7 +471,8 @@ def build_parser(prog: str = "preprocessing.py") -> argparse.ArgumentParser:
     index.add_argument("path", help="the repository's root directory")
     index.add_argument("--name", help="name to index it under (default: the folder name)")
     index.add_argument("--rebuild", action="store_true",
-                       help="drop this repo's index first (needed after changing the embedding model)")
+                       help="index from scratch into new tables, then switch to them (needed after "
+                            "changing the embedding model); searches use the old index meanwhile")
     index.add_argument("--no-progress", action="store_true", help="no progress bar")
     watch = commands.add_parser("watch", help="index a repo, then keep its index fresh: re-index after "
                                 "every burst of file changes until Ctrl-C")
@@ -441,7 +482,21 @@ def build_parser(prog: str = "preprocessing.py") -> argparse.ArgumentParser:
     commands.add_parser("list", help="list indexed repos")
     remove = commands.add_parser("remove", help="delete a repo's index")
     remove.add_argument("name")
+    for command in (index, remove):
+        command.add_argument("--wait", type=_seconds, default=0.0, metavar="SECONDS",
+                             help="if another run is indexing this repo, wait up to this long for it "
+                                  "(default: stop at once with exit status 75)")
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86_400:
+        raise argparse.ArgumentTypeError(f"expected seconds from 0 to 86400, got {text!r}")
+    return value
 
 
 def _watch(args: argparse.Namespace, services: Services) -> None:
@@ -473,14 +528,15 @@ def main(argv: list[str] | None = None, prog: str = "preprocessing.py") -> int:
         services = Services(Settings.from_env())
         if args.command == "index":
             report = index_repo(args.path, services.settings, name=args.name, rebuild=args.rebuild,
-                                progress=False if args.no_progress else None, db=services.db)
+                                progress=False if args.no_progress else None, db=services.db, wait=args.wait)
             print(_format_report(report))
         elif args.command == "watch":
             _watch(args, services)
         elif args.command == "list":
             print(_format_repos(services.repos()))
         else:
-            info = tables_mod.remove_repo(services.db, args.name)
+            with RepoLock(services.db, args.name, "remove").held(args.wait):
+                info = tables_mod.remove_repo(services.db, args.name)
             print(f"Removed {info.name} ({info.root}).")
     except CLI_ERRORS as exc:
         return cli_exit(exc)

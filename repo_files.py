@@ -16,6 +16,9 @@ Decisions worth knowing:
   (a target that is itself ignored stays unindexed). A dangling link is `unreadable`.
   Not following links makes loops impossible by construction.
 - Fifos, sockets and devices are `unreadable`: opening a fifo would block the walk.
+- A file or folder whose name is not valid UTF-8 is `non_utf8_name` (shown with `\\xNN`
+  escapes): the index, the API and the UI all speak UTF-8.
+- UTF-16 and UTF-32 files with a byte-order mark are decoded as such (not taken for binary).
 - `third_party` counts as vendored: by convention it holds copied upstream code.
 - Skip counts for `ignored` and `vendored` count pruned directories once each.
 """
@@ -32,7 +35,7 @@ from pathlib import Path, PurePosixPath
 
 import pathspec
 
-from errors import CodeQAError
+from errors import CodeQAError, is_valid_unicode
 from languages import DOC_LANGUAGES, VENDORED_DIRS, VENDORED_MARKERS, language_for
 
 BINARY_EXTENSIONS = frozenset(
@@ -76,6 +79,7 @@ class SourceFile(FoundFile):
     text: str
     sha256: str
     decoded_with_replacement: bool
+    encoding: str = "utf-8"  # or utf-16 / utf-32, by the file's byte-order mark
 
 
 @dataclass
@@ -87,6 +91,7 @@ class WalkReport:
     skipped: Counter[str] = field(default_factory=Counter)
     skipped_examples: dict[str, list[str]] = field(default_factory=dict)
     non_utf8: int = 0  # of the files read so far
+    bom_decoded: Counter[str] = field(default_factory=Counter)  # utf-16/utf-32 files read so far
 
     def skip(self, reason: str, rel_path: str) -> None:
         """Count a skipped path and keep a few examples for the CLI summary."""
@@ -102,6 +107,8 @@ class WalkReport:
             self.skip(source, found.path)
             return None
         self.non_utf8 += source.decoded_with_replacement
+        if source.encoding != "utf-8":
+            self.bom_decoded[source.encoding] += 1
         return source
 
     def read_all(self) -> list[SourceFile]:
@@ -195,14 +202,32 @@ def _looks_minified(rel_path: str, data: bytes) -> bool:
     return len(data) / len(lines) > MINIFIED_AVG_LINE
 
 
-def _decode(data: bytes) -> tuple[str, bool]:
-    """UTF-8 without BOM; undecodable bytes become U+FFFD rather than losing the file."""
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
+# Byte-order marks of the encodings other than UTF-8 a source file is found in (Windows tools
+# write UTF-16 with a BOM). UTF-32's little-endian mark starts with UTF-16's: test it first.
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def bom_encoding(data: bytes) -> str | None:
+    """`utf-16` or `utf-32` when the bytes start with that encoding's byte-order mark."""
+    return next((encoding for bom, encoding in _BOMS if data.startswith(bom)), None)
+
+
+def decode_text(data: bytes) -> tuple[str, bool]:
+    """A file's text and whether characters were replaced: UTF-16/32 when a byte-order mark says
+    so, else UTF-8 (without its BOM); undecodable bytes become U+FFFD rather than losing the file.
+    The indexer and the file view decode alike, so line numbers agree."""
+    encoding = bom_encoding(data) or "utf-8-sig"
     try:
-        return data.decode("utf-8"), False
+        return data.decode(encoding), False
     except UnicodeDecodeError:
-        return data.decode("utf-8", errors="replace"), True
+        return data.decode(encoding, errors="replace"), True
+
+
+def shown_path(path: str) -> str:
+    """A path fit for messages and the index: bytes that are not UTF-8 (kept by the OS as lone
+    surrogates) written as `\\xe9`."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 class _Walker:
@@ -238,6 +263,9 @@ class _Walker:
         subdirs = []
         for entry in entries:
             rel_path = rel_dir + entry.name
+            if not is_valid_unicode(entry.name):  # the index, the UI and the API all speak UTF-8
+                self.report.skip("non_utf8_name", shown_path(rel_path))
+                continue
             if entry.is_dir(follow_symlinks=False):
                 if self._keep_dir(entry, rel_path, layers):
                     subdirs.append((entry.path, rel_path + "/", layers))
@@ -345,14 +373,15 @@ def read_source(found: FoundFile, max_file_bytes: int) -> SourceFile | str:
         return "unreadable"
     if len(data) > max_file_bytes:
         return "too_large"
-    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+    encoding = bom_encoding(data)
+    if encoding is None and b"\x00" in data[:BINARY_SNIFF_BYTES]:
         return "binary"
-    if found.language not in DOC_LANGUAGES and _looks_minified(found.path, data):
+    text, replaced = decode_text(data)
+    if found.language not in DOC_LANGUAGES and _looks_minified(found.path, text.encode("utf-8", "replace")):
         return "minified"
-    text, replaced = _decode(data)
     return SourceFile(path=found.path, abs_path=found.abs_path, language=found.language,
                       size=len(data), mtime_ns=found.mtime_ns, text=text,
-                      sha256=hash_bytes(data), decoded_with_replacement=replaced)
+                      sha256=hash_bytes(data), decoded_with_replacement=replaced, encoding=encoding or "utf-8")
 
 
 def walk_repo(root: Path, max_file_bytes: int = 1_000_000) -> WalkReport:

@@ -11,7 +11,7 @@
 Each command yields spans for the packer (`packing.py`), sources for the sources panel
 (labelled with the command) and notes for the LLM. A name or path that is not in the index
 gives a notice with the nearest matches instead of nothing. Files are read only through
-`create_tables.indexed_file_path`, the one gate to the disk.
+`create_tables.read_indexed_file`, the one gate to the disk.
 """
 
 from __future__ import annotations
@@ -132,9 +132,9 @@ class CommandResolver:
     def file(self, repo: RepoInfo, path: str) -> FileText:
         """One indexed file: its lines from disk, its definitions from the index.
 
-        Raises FileNotIndexedError / InvalidPathError (from the one gate to the disk) or OSError."""
-        target = create_tables.indexed_file_path(self.db, repo, path)
-        lines = target.read_text(encoding="utf-8", errors="replace").splitlines()
+        Raises FileNotIndexedError / FileChangedError / InvalidPathError (from the one gate to the
+        disk) or OSError."""
+        lines = create_tables.read_indexed_file(self.db, repo, path).splitlines()
         where = f"file_path = {sql_quote(path)}"
         columns = ["kind", "qualified_name", "signature", "start_line", "end_line", "language"]
         rows = [r for kind in ("methods", "classes")
@@ -189,7 +189,8 @@ class Lookup:
         if path not in self.files:
             try:
                 self.files[path] = self.resolver.file(self.repo, path)
-            except (create_tables.FileNotIndexedError, create_tables.InvalidPathError, OSError):
+            except (create_tables.FileNotIndexedError, create_tables.FileChangedError,
+                    create_tables.InvalidPathError, OSError):
                 return None
         return self.files[path]
 

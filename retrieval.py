@@ -32,18 +32,22 @@ from lancedb.query import MultiMatchQuery
 from lancedb.rerankers import LinearCombinationReranker, RRFReranker
 
 import create_tables
+import index_lock
 import prompts
 from config import Settings
 from create_tables import sql_like_escape, sql_quote
 from embeddings import get_embedder
-from errors import CLI_ERRORS, CodeQAError, cli_exit
-from languages import INDEXED_EXTENSIONS, file_role
+from errors import CLI_ERRORS, CodeQAError, cli_exit, is_valid_unicode
+from languages import DOC_LANGUAGES, INDEXED_EXTENSIONS, LANGUAGES, file_role
 from llm import LLMClient, LLMUnavailable
 
 if TYPE_CHECKING:
     from services import Services
 
 MAX_QUERY_CHARS = 20_000
+MAX_K = 50  # results one search may return (the CLI, the API and the chat alike)
+MAX_PATH_PREFIX = 1_000
+HOLDER_CACHE_SECONDS = 2.0  # how stale "being re-indexed" may be, to keep a lock read off most searches
 EMBED_QUERY_CHARS = 1_200  # what the embedder sees of a long query: its opening (title, prose)
 MAX_KEYWORDS = 64  # BM25 terms taken from a query
 MAX_EXACT = 5  # rows an exact mention may lift to the top
@@ -69,6 +73,40 @@ class QueryError(CodeQAError, ValueError):
     """The query itself is unusable (empty, too long); the message says why."""
 
     http_status = 400
+
+
+SEARCH_LANGUAGES = (*sorted(LANGUAGES), *sorted(DOC_LANGUAGES))
+
+
+def check_query(query: object) -> str:
+    """The query's text, stripped; `QueryError` when it is not text a search can use."""
+    if not isinstance(query, str) or not query.strip():
+        raise QueryError("The query is empty.")
+    text = query.strip()
+    if len(text) > MAX_QUERY_CHARS:
+        raise QueryError(f"The query has {len(text):,} characters; the limit is {MAX_QUERY_CHARS:,}.")
+    if not is_valid_unicode(text):
+        raise QueryError("The query is not valid Unicode text (it holds a lone surrogate).")
+    return text
+
+
+def check_options(options: "SearchOptions") -> None:
+    """Refuse options no search can honour, with the same one-line message for every face."""
+    k = options.k
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+        raise QueryError(f"k must be a whole number from 1 to {MAX_K}.")
+    if options.pool is not None and (not isinstance(options.pool, int) or isinstance(options.pool, bool)
+                                     or not 1 <= options.pool <= 20 * MAX_K):
+        raise QueryError(f"pool must be a whole number from 1 to {20 * MAX_K}.")
+    language = options.language
+    if language is not None and (not isinstance(language, str) or language.lower() not in SEARCH_LANGUAGES):
+        raise QueryError(f"lang must be one of {', '.join(SEARCH_LANGUAGES)}.")
+    prefix = options.path_prefix
+    if prefix is not None and (not isinstance(prefix, str) or len(prefix) > MAX_PATH_PREFIX
+                               or "\x00" in prefix or not is_valid_unicode(prefix)):
+        raise QueryError(f"path must be a folder or file path of the repo, at most {MAX_PATH_PREFIX:,} characters.")
+    if options.mode not in {"hybrid", "vector", "bm25"}:
+        raise QueryError(f"Unknown search mode {options.mode!r}.")
 
 
 @dataclass
@@ -225,7 +263,8 @@ class Retriever:
         self.embedder.embed(["warm up"])  # load the model now, not inside the first query's timing
         self._llm = llm
         self._lock = threading.Lock()
-        self._tables: dict[tuple[str, str], object] = {}
+        self._tables: dict[tuple[str, str], tuple[str, object]] = {}  # (repo, kind) → (prefix, table)
+        self._holders: dict[tuple[str, str], tuple[float, index_lock.LockHolder | None]] = {}
         # Shared by concurrent requests: room for several searches, two tables each.
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="codeqa-table")
 
@@ -241,31 +280,76 @@ class Retriever:
         return get_reranker(self.settings)
 
     def _table(self, repo: create_tables.RepoInfo, kind: str):
-        key = (repo.prefix, kind)
+        """The repo's table, opened once per generation: a re-index to new tables opens those."""
+        key = (repo.name, kind)
         with self._lock:
-            if key not in self._tables:
-                self._tables[key] = create_tables.open_table(self.db, repo, kind)
-            table = self._tables[key]
+            prefix, table = self._tables.get(key, ("", None))
+            if prefix != repo.prefix:
+                table = create_tables.open_table(self.db, repo, kind)
+                self._tables[key] = (repo.prefix, table)
         table.checkout_latest()
         return table
 
     def search(self, repo_name: str, query: str, options: SearchOptions | None = None,
                query_id: str | None = None, progress: Progress | None = None) -> SearchResult:
-        """Run the pipeline; `progress(stage, state, ms, detail)` hears about hyde/search/rerank live."""
+        """Run the pipeline; `progress(stage, state, ms, detail)` hears about hyde/search/rerank live.
+
+        A repo being re-indexed (`--rebuild`) is searched in its previous tables, with a notice;
+        one whose first index run has not finished is refused (`IndexNotReadyError`). When a
+        re-index switches to new tables during the search, it runs once more on those."""
         options = options or SearchOptions()
-        report = progress or _silent
-        text = (query or "").strip()
-        if not text:
-            raise QueryError("The query is empty.")
-        if len(text) > MAX_QUERY_CHARS:
-            raise QueryError(f"The query has {len(text):,} characters; the limit is {MAX_QUERY_CHARS:,}.")
-        if options.mode not in {"hybrid", "vector", "bm25"}:
-            raise QueryError(f"Unknown search mode {options.mode!r}.")
+        text = check_query(query)
+        check_options(options)
+        repo, notices = self._searchable(repo_name)
+        try:
+            result = self._run(repo, text, options, query_id, progress or _silent)
+        except Exception:
+            current = create_tables.get_repo(self.db, repo.name)  # UnknownRepoError once it was removed
+            if current.prefix == repo.prefix:
+                raise
+            repo, notices = self._searchable(repo_name)
+            result = self._run(repo, text, options, query_id, progress or _silent)
+        result.notices[:0] = notices
+        return result
+
+    def _searchable(self, repo_name: str) -> tuple[create_tables.RepoInfo, list[str]]:
+        """The repo's registry row if its index can be searched, and what to tell the user about it."""
         repo = create_tables.get_repo(self.db, repo_name)
         if repo.embedding_model != self.embedder.model_id:
             raise create_tables.ModelMismatchError(
                 f"Repo {repo.name!r} was indexed with {repo.embedding_model}, but the configured "
                 f"embedding model is {self.embedder.model_id}.")
+        running = self._lock_holder(repo)
+        if not repo.indexed_at:
+            if running is not None:
+                raise create_tables.IndexNotReadyError(
+                    f"{repo.name} is being indexed and its first run has not finished "
+                    f"({running.describe(time.time())}); search it again when it has.")
+            raise create_tables.IndexNotReadyError(
+                f"{repo.name}'s index run stopped before it finished: run `python preprocessing.py index` "
+                "on it again.")
+        if running is not None and running.purpose == "rebuild":
+            return repo, [f"{repo.name} is being re-indexed: these results come from its index as it "
+                          "was before, until the new one is complete."]
+        return repo, []
+
+    def _lock_holder(self, repo: create_tables.RepoInfo) -> index_lock.LockHolder | None:
+        """Who is (re-)indexing the repo. A lock read costs a few ms, so a searchable repo's answer
+        is kept for a moment (per generation: a finished rebuild is seen at once)."""
+        if not repo.indexed_at:
+            return index_lock.holder(self.db, repo.name)
+        key, now = (repo.name, repo.prefix), time.monotonic()
+        with self._lock:
+            cached = self._holders.get(key)
+        if cached is not None and now - cached[0] < HOLDER_CACHE_SECONDS:
+            return cached[1]
+        found = index_lock.holder(self.db, repo.name)
+        with self._lock:
+            self._holders[key] = (now, found)
+        return found
+
+    def _run(self, repo: create_tables.RepoInfo, text: str, options: SearchOptions, query_id: str | None,
+             report: Progress) -> SearchResult:
         stages = _Stages()
         notices: list[str] = []
         started = time.perf_counter()
@@ -546,8 +630,9 @@ def _context_main(args: argparse.Namespace, services: Services) -> int:
     """`retrieval.py context`: print the packed context (or its JSON) for one message."""
     if args.budget is not None and args.budget < 1:
         raise QueryError("--budget must be a positive number of tokens.")
-    assembled = services.context.build(args.repo, args.message, SearchOptions(k=args.k, hyde=args.hyde),
-                                       args.budget or services.settings.context_tokens)
+    options = SearchOptions(k=args.k, hyde=args.hyde)
+    check_options(options)
+    assembled = services.context.build(args.repo, args.message, options, args.budget or services.settings.context_tokens)
     if args.json:
         print(json.dumps(assembled.to_json()))
         return 0
@@ -597,6 +682,7 @@ def _search_main(args: argparse.Namespace, services: Services) -> None:
     """`retrieval.py search`: one question, or a JSONL batch (a bad query there is one error line)."""
     options = SearchOptions(k=args.k, hyde=not args.no_hyde, rerank=args.rerank, language=args.lang,
                             path_prefix=args.path, mode=args.mode, pool=args.pool)
+    check_options(options)  # once, not once per query of a batch
     queries = _batch(args.batch) if args.batch else [(None, args.query)]
     for query_id, query in queries:
         try:

@@ -17,7 +17,7 @@ model, a search never starts Redis). Parts are safe to share between threads.
         result = services.retriever.search("myrepo", "where is the config parsed?",
                                            SearchOptions(k=5, hyde=False))
         lookup = services.commands.lookup(services.repo("myrepo"))  # @definition, @references...
-        path = services.indexed_file(services.repo("myrepo"), "src/app.py")  # the one gate to disk
+        text = services.read_file(services.repo("myrepo"), "src/app.py")  # the one gate to disk
     except CodeQAError as exc:     # errors.CodeQAError: a one-line message, exit code, HTTP status
         ...
     finally:
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import TypeVar
 
 import lancedb
@@ -107,9 +106,9 @@ class Services:
         """One indexed repo; `UnknownRepoError` (404) names the ones there are."""
         return create_tables.get_repo(self.db, name)
 
-    def indexed_file(self, repo: RepoInfo, path: object) -> Path:
-        """The on-disk file for a path of the repo's index; anything else is refused."""
-        return create_tables.indexed_file_path(self.db, repo, path)
+    def read_file(self, repo: RepoInfo, path: object) -> str:
+        """The text of a file of the repo's index, as it was indexed; anything else is refused."""
+        return create_tables.read_indexed_file(self.db, repo, path)
 
     def start(self) -> None:
         """Build what a server needs now rather than during its first request (loads models)."""

@@ -32,6 +32,13 @@ QUERIES_DIR = Path(__file__).resolve().parent / "queries"
 REFERENCE_KINDS = ("new", "call", "type")  # precedence when one node is captured several ways
 
 _MAX_LINE_TEXT = 200
+# Rows stop this many definitions deep: a definition nested deeper is part of its enclosing
+# definitions' code, not a row of its own. Each row holds its definition's code, so without a
+# cap N nested functions store N rows of up to the whole file each (quadratic: 2,000 nested
+# JavaScript functions in 41 KB stored 10 MB); with it a file's rows hold at most
+# MAX_NESTING + 1 copies of any byte, and qualified names have at most MAX_NESTING + 1 parts.
+MAX_NESTING = 8
+MAX_NAME_CHARS = 200  # of a definition's name (a generated 10 KB identifier is not a name)
 _BODY_SEARCH_DEPTH = 3
 _QUALIFIER_RE = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*")
 _QUALIFIER_SEP_RE = re.compile(r"::|->")
@@ -70,6 +77,7 @@ class ParsedFile:
     imports: list[str]
     imported_names: list[str]
     has_errors: bool
+    too_deep: int = 0  # definitions nested deeper than MAX_NESTING: no rows of their own
 
 
 def parse_source(source: str, language: str, path: str = "") -> ParsedFile:
@@ -203,7 +211,7 @@ class _Extractor:
         for pattern, captures in QueryCursor(self.compiled.query).matches(root):
             self._collect(pattern, captures, raw_defs, raw_refs, modules, names)
 
-        definitions, spans = self._definitions(raw_defs)
+        definitions, spans, too_deep = self._definitions(raw_defs)
         taken = {(d.name.start_byte, d.name.end_byte) for d in raw_defs.values()}
         taken |= {(d.scope.start_byte, d.scope.end_byte) for d in raw_defs.values() if d.scope}
         references = self._references(
@@ -216,6 +224,7 @@ class _Extractor:
             imports=self._texts(modules, strip=_IMPORT_QUOTES),
             imported_names=self._texts(names),
             has_errors=root.has_error,
+            too_deep=too_deep,
         )
 
     # collection
@@ -267,24 +276,29 @@ class _Extractor:
     # definitions
 
     def _definitions(self, raw_defs: dict[tuple[int, int], _RawDefinition]
-                     ) -> tuple[list[Definition], list[tuple[int, int, str]]]:
-        """Nest definitions by byte range, then name, classify and describe each."""
+                     ) -> tuple[list[Definition], list[tuple[int, int, str]], int]:
+        """Nest definitions by byte range, then name, classify and describe each; those nested
+        deeper than MAX_NESTING are only counted (the last value)."""
         ordered = sorted(raw_defs.values(), key=lambda d: (d.node.start_byte, -d.node.end_byte))
         stack: list[_Open] = []
         definitions: list[Definition] = []
         spans: list[tuple[int, int, str]] = []
+        too_deep = 0
         for raw in ordered:
             while stack and stack[-1].end_byte <= raw.node.start_byte:
                 stack.pop()
+            if len(stack) > MAX_NESTING:
+                too_deep += 1
+                continue
             definition = self._definition(raw, [o.definition for o in stack])
             definitions.append(definition)
             spans.append((raw.node.start_byte, raw.node.end_byte, definition.qualified_name))
             stack.append(_Open(definition, raw.node.end_byte))
         self._attach_method_signatures(definitions)
-        return definitions, spans
+        return definitions, spans, too_deep
 
     def _definition(self, raw: _RawDefinition, enclosing: list[Definition]) -> Definition:
-        name = self._text(raw.name)
+        name = self._text(raw.name)[:MAX_NAME_CHARS]
         scope = self._scope(raw.scope, name) if raw.scope is not None else None
         inner = enclosing[-1] if enclosing else None
         class_parent = next((d.qualified_name for d in reversed(enclosing)

@@ -8,6 +8,7 @@ error's own HTTP status, in one handler. `app.py` builds the Flask app around th
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from typing import Any, Iterator
 
@@ -16,11 +17,13 @@ from werkzeug.exceptions import HTTPException
 
 from answer import ChatTurn
 from chat_commands import complete_commands, completion_target
-from errors import CodeQAError
+from errors import CodeQAError, is_valid_unicode, without_paths
 from languages import language_for
 from records import RepoInfo
-from retrieval import SearchOptions
+from retrieval import SearchOptions, check_options
 from services import Services
+
+log = logging.getLogger("codeqa.web")
 
 MAX_MESSAGE_CHARS = 8_000
 MAX_FILE_WINDOW = 400  # lines a snippet view may return
@@ -57,7 +60,10 @@ def user_id() -> str:
 def json_body() -> dict:
     if not request.is_json:
         raise ApiError(415, "Send JSON with Content-Type: application/json.")
-    data = request.get_json(silent=True)
+    try:
+        data = request.get_json(silent=True)
+    except RecursionError as exc:  # json's parser recurses per level; 64 KiB holds 30,000 of them
+        raise ApiError(400, "The JSON body is nested too deeply.") from exc
     if not isinstance(data, dict):
         raise ApiError(400, "The request body must be a JSON object.")
     return data
@@ -76,13 +82,35 @@ def text_field(data: dict, name: str, limit: int) -> str:
         raise ApiError(400, f"The '{name}' field must be a non-empty string.")
     if len(value) > limit:
         raise ApiError(413, f"The {name} has {len(value):,} characters; the limit is {limit:,}.")
+    if not is_valid_unicode(value):
+        raise ApiError(400, f"The '{name}' field is not valid Unicode text (it holds a lone surrogate).")
     return value
+
+
+def flag(data: dict, name: str, default: bool) -> bool:
+    """A JSON boolean the client may leave out (`"false"`, a string, is refused, not taken as true)."""
+    value = optional_flag(data, name)
+    return default if value is None else value
 
 
 def optional_flag(data: dict, name: str) -> bool | None:
     """A switch the client may leave out: None lets the server's setting decide."""
     value = data.get(name)
-    return None if value is None else bool(value)
+    if value is not None and not isinstance(value, bool):
+        raise ApiError(400, f"'{name}' must be true or false.")
+    return value
+
+
+def optional_field(data: dict, name: str) -> Any:
+    """A filter the client may leave out or send empty (search checks the value itself)."""
+    value = data.get(name)
+    return None if value is None or value == "" else value
+
+
+def repo_summary(info: RepoInfo) -> dict:
+    """What a web client may know of an indexed repo: not where it lives on the server (the MCP
+    server, a tool on the user's own machine, shows that)."""
+    return {key: value for key, value in info.summary().items() if key != "root"}
 
 
 def status_report() -> dict:
@@ -90,15 +118,38 @@ def status_report() -> dict:
     llm_status = svc.llm.status()
     rerank_status = svc.retriever.reranker().status()
     redis_ok, redis_reason = svc.store.ping()
-    return {"llm": {"available": llm_status.available, "reason": llm_status.reason,
-                    "embedded": llm_status.embedded},
-            "rerank": {"available": rerank_status.available, "reason": rerank_status.reason},
-            "redis": {"ok": redis_ok, "reason": redis_reason}}
+    return public({"llm": {"available": llm_status.available, "reason": llm_status.reason,
+                           "embedded": llm_status.embedded},
+                   "rerank": {"available": rerank_status.available, "reason": rerank_status.reason},
+                   "redis": {"ok": redis_ok, "reason": redis_reason}})
+
+
+# Fields of a response that carry messages, as opposed to data (code, file paths of the repo).
+MESSAGE_FIELDS = frozenset({"message", "detail", "reason", "notices", "error"})
+
+
+def public(data: Any) -> Any:
+    """`data` with the server's absolute paths taken out of its messages (`errors.without_paths`):
+    an error or a notice may quote a path (a model file, a log, the index) the client has no
+    business knowing. Code and repo-relative paths are data and pass unchanged."""
+    if isinstance(data, dict):
+        return {key: (_scrub(value) if key in MESSAGE_FIELDS else public(value)) for key, value in data.items()}
+    if isinstance(data, list):
+        return [public(item) for item in data]
+    return data
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return without_paths(value)
+    if isinstance(value, list):
+        return [_scrub(item) for item in value]
+    return public(value)
 
 
 def sse(events: Iterator[tuple[str, dict]]) -> Iterator[str]:
     for name, data in events:
-        yield f"event: {name}\ndata: {json.dumps(data)}\n\n"
+        yield f"event: {name}\ndata: {json.dumps(public(data))}\n\n"
 
 
 def safe_json_for_html(data: Any) -> str:
@@ -115,7 +166,7 @@ api = Blueprint("api", __name__, url_prefix="/api")
 @pages.get("/")
 def index() -> str:
     user_id()
-    config = {"repos": [info.summary() for info in services().repos()],
+    config = {"repos": [repo_summary(info) for info in services().repos()],
               "status": status_report(), "limits": {"message_chars": MAX_MESSAGE_CHARS},
               "defaults": {"rerank": services().settings.rerank}}
     return render_template("index.html", config_json=safe_json_for_html(config))
@@ -123,7 +174,7 @@ def index() -> str:
 
 @api.get("/repos")
 def repos() -> Response:
-    return jsonify({"repos": [info.summary() for info in services().repos()]})
+    return jsonify({"repos": [repo_summary(info) for info in services().repos()]})
 
 
 @api.get("/status")
@@ -136,7 +187,7 @@ def chat() -> Response:
     data = json_body()
     info = repo_info(data.get("repo"))
     message = text_field(data, "message", MAX_MESSAGE_CHARS)
-    turn = ChatTurn(user=user_id(), repo=info.name, message=message, hyde=bool(data.get("hyde", True)),
+    turn = ChatTurn(user=user_id(), repo=info.name, message=message, hyde=flag(data, "hyde", True),
                     rerank=optional_flag(data, "rerank"))
     events = services().chat.run(turn)
     return Response(stream_with_context(sse(events)), mimetype="text/event-stream",
@@ -148,16 +199,10 @@ def search() -> Response:
     data = json_body()
     info = repo_info(data.get("repo"))
     query = text_field(data, "query", MAX_MESSAGE_CHARS)
-    try:
-        k = int(data.get("k", 10))
-    except (TypeError, ValueError) as exc:
-        raise ApiError(400, "'k' must be an integer.") from exc
-    if not 1 <= k <= 50:
-        raise ApiError(400, "'k' must be between 1 and 50.")
-    options = SearchOptions(k=k, hyde=bool(data.get("hyde", False)), rerank=optional_flag(data, "rerank"),
-                            language=data.get("lang") or None, path_prefix=data.get("path") or None)
-    result = services().retriever.search(info.name, query, options)
-    return jsonify(result.to_json())
+    options = SearchOptions(k=data.get("k", 10), hyde=flag(data, "hyde", False), rerank=optional_flag(data, "rerank"),
+                            language=optional_field(data, "lang"), path_prefix=optional_field(data, "path"))
+    result = services().retriever.search(info.name, query, options)  # QueryError (400) for bad k, lang, path
+    return jsonify(public(result.to_json()))
 
 
 @api.get("/complete")
@@ -190,19 +235,17 @@ def context() -> Response:
     budget = data.get("budget", services().settings.context_tokens)
     if not isinstance(budget, int) or isinstance(budget, bool) or not 1 <= budget <= MAX_CONTEXT_BUDGET:
         raise ApiError(400, f"'budget' must be a number of tokens from 1 to {MAX_CONTEXT_BUDGET:,}.")
-    k = data.get("k", 8)
-    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 50:
-        raise ApiError(400, "'k' must be between 1 and 50.")
-    options = SearchOptions(k=k, hyde=bool(data.get("hyde", False)), rerank=optional_flag(data, "rerank"))
-    return jsonify(services().context.build(info.name, message, options, budget).to_json())
+    options = SearchOptions(k=data.get("k", 8), hyde=flag(data, "hyde", False), rerank=optional_flag(data, "rerank"))
+    check_options(options)  # also when the message has no @codebase to search
+    return jsonify(public(services().context.build(info.name, message, options, budget).to_json()))
 
 
 @api.get("/history")
 def history() -> Response:
     info = repo_info(request.args.get("repo"))
     messages = services().store.history(user_id(), info.name)
-    return jsonify({"messages": [{"role": m["role"], "content": m["content"], "sources": m.get("sources")}
-                                 for m in messages]})
+    return jsonify({"messages": [{"role": m["role"], "content": m["content"], "sources": m.get("sources"),
+                                  "truncated": bool(m.get("truncated"))} for m in messages]})
 
 
 @api.delete("/history")
@@ -229,14 +272,14 @@ def _int_arg(name: str, default: int | None = None) -> int:
 def file_view() -> Response:
     info = repo_info(request.args.get("repo"))
     path = request.args.get("path")
-    target = services().indexed_file(info, path)  # 400 for a malformed path, 404 if not indexed
+    text = services().read_file(info, path)  # 400 malformed, 404 not indexed or not a plain file, 409 changed
     start = _int_arg("start", 1)
     end = _int_arg("end", start)
     if end < start:
         raise ApiError(400, "'end' must not be before 'start'.")
     if end - start + 1 > MAX_FILE_WINDOW:
         raise ApiError(400, f"At most {MAX_FILE_WINDOW} lines at a time.")
-    lines = target.read_text(encoding="utf-8", errors="replace").splitlines()
+    lines = text.splitlines()
     first = max(1, start - SNIPPET_PADDING)
     last = min(len(lines), end + SNIPPET_PADDING)
     return jsonify({"repo": info.name, "path": path, "language": language_for(path) or "text",
@@ -257,7 +300,7 @@ def register_errors(app: Flask) -> None:
 
     @app.errorhandler(CodeQAError)
     def codeqa_error(exc: CodeQAError) -> Response:
-        return _error(exc.http_status, exc.message)
+        return _error(exc.http_status, without_paths(exc.message))
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
@@ -265,6 +308,12 @@ def register_errors(app: Flask) -> None:
             message = ("The request is too large." if exc.code == 413 else exc.description)
             return _error(exc.code or 500, message)
         return exc
+
+    @app.errorhandler(Exception)
+    def unexpected_error(exc: Exception) -> Response:
+        """A bug: the traceback goes to the server log, the client gets no details (no paths)."""
+        log.exception("%s %s failed", request.method, request.path)
+        return _error(500, "Internal error: the server log has the details.")
 
     @app.after_request
     def security_headers(response: Response) -> Response:

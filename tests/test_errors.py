@@ -59,7 +59,7 @@ def test_the_http_api_maps_errors_through_the_base(tmp_path) -> None:
     try:
         assert client.get("/api/repos").get_json() == {"repos": []}
         unknown = client.get("/api/history", query_string={"repo": "nope"})
-        assert unknown.status_code == 404 and unknown.get_json() == {"error": "Unknown repo 'nope' (indexed repos: none)."}
+        assert unknown.status_code == 404 and unknown.get_json() == {"error": "Unknown repo 'nope'. No repo is indexed yet."}
         assert client.post("/api/search", data="x").status_code == 415
         assert client.get("/api/nothing-here").status_code == 404
     finally:

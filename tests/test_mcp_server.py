@@ -131,7 +131,7 @@ def test_errors_carry_the_clis_one_line_message(mcp, indexed_sample):
                          text=True, env={"CODEQA_DATA_DIR": str(settings.data_dir), "PATH": "/usr/bin:/bin"})
     assert cli.returncode == 1
     message = cli.stderr.strip().removeprefix("error: ")
-    assert message == "Unknown repo 'nope' (indexed repos: sample)."
+    assert message == "Unknown repo 'nope'."
     for tool, arguments in [("search_code", {"query": "cart"}), ("find_symbol", {"name": "Cart"}),
                             ("find_references", {"symbol": "Cart"}), ("read_code", {"path": "shop/models.py"})]:
         assert mcp.error(tool, repo="nope", **arguments) == message
