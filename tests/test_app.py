@@ -187,8 +187,9 @@ def test_redis_down_shows_a_message_and_recovers(client, redis_server):
     chat(client, "@codebase cart total")
     redis_server.stop()
     evts = chat(client, "@codebase cart total")
-    error = next(d for n, d in evts if n == "error")
-    assert error["code"] == "redis_unavailable" and "unavailable" in error["message"]
+    notice = next(d for n, d in evts if n == "notice")
+    assert notice["code"] == "redis_unavailable" and "unavailable" in notice["message"]
+    assert "sources" in names(evts) and "error" not in names(evts)
     history = client.get("/api/history?repo=sample")
     assert history.status_code == 503 and "unavailable" in history.get_json()["error"]
     redis_server.start()
