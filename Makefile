@@ -43,6 +43,7 @@ bench: setup
 	$(PY) bench/search_bench.py
 	$(PY) bench/load_bench.py
 	$(PY) bench/complete_bench.py
+	$(PY) bench/soak_bench.py
 
 # Both evals (eval/README.md). The realistic one fetches its repositories from GitHub, or reads
 # local bare mirrors from CODEQA_EVAL_MIRROR; its per-commit index snapshots live in
