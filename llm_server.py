@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import psutil
 from config import Settings
 from errors import LLMUnavailable, one_line
 from llm_weights import ensure_model_file, model_path
-from servers import answers, free_port, wait_until_ready
+from servers import answers, forget_state, free_port, read_state, wait_until_ready, write_state
 
 EMBEDDED_MODEL_NAME = "qwen2.5-coder-0.5b-instruct"  # the model alias the server answers to
 
@@ -97,7 +96,7 @@ class LocalLLMServer:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        self._forget_state(proc.pid)
+        forget_state(self.state_path, "pid", proc.pid)
 
     def _url(self) -> str:
         return f"http://127.0.0.1:{self._port}/v1"
@@ -110,10 +109,10 @@ class LocalLLMServer:
     def _adopt(self) -> bool:
         """Reuse a server another process recorded, if it still runs our model and answers."""
         self._adopted_pid = None
+        state = read_state(self.state_path) or {}
         try:
-            state = json.loads(self.state_path.read_text())
             pid, port, model = int(state["pid"]), int(state["port"]), str(state["model"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (KeyError, TypeError, ValueError):
             return False
         expected_model = str(model_path(self.settings.data_dir))
         if model != expected_model or not psutil.pid_exists(pid):
@@ -136,7 +135,7 @@ class LocalLLMServer:
         self._proc, self._port = proc, port
         atexit.register(self.close)
         self._wait_ready(proc, log_start)
-        self._record_state(proc.pid, port, model)
+        write_state(self.state_path, {"pid": proc.pid, "port": port, "model": str(model)})
 
     def _spawn(self, model: Path) -> tuple[subprocess.Popen[bytes], int, int]:
         """Launch the server process; returns it, its port and where its log output starts."""
@@ -173,16 +172,3 @@ class LocalLLMServer:
             self._proc = None
             atexit.unregister(self.close)
         raise LLMUnavailable(f"The embedded LLM server {problem}: {_tail(self.log_path, log_start)}")
-
-    def _record_state(self, pid: int, port: int, model: Path) -> None:
-        self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.state_path.with_suffix(f".{pid}.tmp")
-        tmp.write_text(json.dumps({"pid": pid, "port": port, "model": str(model)}))
-        os.replace(tmp, self.state_path)
-
-    def _forget_state(self, pid: int) -> None:
-        try:
-            if json.loads(self.state_path.read_text()).get("pid") == pid:
-                self.state_path.unlink()
-        except (OSError, ValueError, AttributeError):
-            pass

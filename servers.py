@@ -6,6 +6,8 @@ start a process and poll it until it is ready; this is the one place that knows 
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import subprocess
 import tempfile
@@ -13,6 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 
 def free_port() -> int:
@@ -60,3 +63,29 @@ def start_server(command: Sequence[str], env: Mapping[str, str], ready_url: str,
     stderr.seek(0)
     tail = stderr.read().decode("utf-8", "replace")[-3000:]
     raise RuntimeError(f"{' '.join(command[:2])} {problem}: {tail}")
+
+
+# --- A started server's record, for the other processes of the same data directory -------------
+
+def write_state(path: Path, state: dict) -> None:
+    """Record a started server (its pid and address) atomically: readers see all of it or nothing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(state))
+    os.replace(tmp, path)
+
+
+def read_state(path: Path) -> dict | None:
+    """The recorded state, if there is a readable one."""
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def forget_state(path: Path, key: str, value: object) -> None:
+    """Remove the record if it still describes this server (another process may have replaced it)."""
+    state = read_state(path)
+    if state is not None and state.get(key) == value:
+        path.unlink(missing_ok=True)

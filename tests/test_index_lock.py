@@ -221,3 +221,33 @@ def test_rebuild_and_remove_respect_the_lock(tmp_path, sample_copy):
         holder.kill()
         holder.wait()
     assert json.loads(json.dumps(stored_ids(data)["files"]))  # still indexed and readable
+
+
+def test_tables_written_before_keys_were_declared_are_copied_into_a_keyed_generation(settings, sample_copy):
+    from preprocessing import index_repo
+
+    index_repo(sample_copy, settings, name="old", progress=False)
+    db = create_tables.connect(settings)
+    info = create_tables.get_repo(db, "old")
+    names = [create_tables.table_name(info, kind) for kind in create_tables.TABLE_KINDS]
+    for name in [*names, create_tables.REGISTRY_TABLE]:  # as an earlier version wrote them: no keys
+        data = db.open_table(name).to_arrow()
+        db.create_table(name, data=data.cast(pa.schema([pa.field(f.name, f.type) for f in data.schema])),
+                        mode="overwrite")
+    assert not create_tables.RepoTables(db, info).keys_declared()
+    before = stored_rows(db, info)
+
+    report = index_repo(sample_copy, settings, name="old", progress=False)
+    upgraded = create_tables.get_repo(db, "old")
+    assert upgraded.prefix != info.prefix and report.embedded == 0 and "upgrade" in report.timings
+    assert create_tables.RepoTables(db, upgraded).keys_declared()
+    assert create_tables.has_primary_key(db.open_table(create_tables.REGISTRY_TABLE), "name")
+    assert stored_rows(db, upgraded) == before
+    assert create_tables.repo_table_names(db, "old").isdisjoint(names)
+
+
+def stored_rows(db, info: RepoInfo) -> dict[str, list]:
+    return {kind: sorted(create_tables.open_table(db, info, kind).to_arrow().drop_columns(["vector"]).to_pylist()
+                         if kind != "files" else create_tables.open_table(db, info, kind).to_arrow().to_pylist(),
+                         key=lambda row: row.get("id") or row["file_path"])
+            for kind in create_tables.TABLE_KINDS}
