@@ -28,13 +28,34 @@ import tree_sitter_typescript
 
 # --- Kinds of definitions ------------------------------------------------------------------------
 
-# Function-like kinds: rows of the methods table; everything else goes to the classes table.
+# Functions: inside a class-like they become its methods (or constructor, by name).
 FUNCTION_KINDS = frozenset({"function", "method", "constructor"})
+# Macros with bodies (Rust `macro_rules!`, C/C++ `#define NAME(args)`): invoked like functions.
+MACRO_KIND = "macro"
+# What a call site can name: rows of the methods table. Everything else defined in code
+# (class-likes, value kinds) and docs sections go to the classes table.
+CALLABLE_KINDS = FUNCTION_KINDS | {MACRO_KIND}
+# Named module-level values: constants (Python/JS UPPER_CASE and `__all__`, exported JS/TS
+# `const`, Rust `const`/`static`, Go `const`) and Go package `var`s.
+# Reading one is not recorded as a use (only calls, instantiations and type uses are).
+VALUE_KINDS = frozenset({"constant", "variable"})
 # Class-like kinds: they own methods and collect their signatures.
 CLASS_KINDS = frozenset({"class", "interface", "enum", "record", "struct", "union", "trait", "impl"})
 # Class-like kinds whose name can be instantiated (`Foo()`, `new Foo()`, `Foo{}`).
 INSTANTIABLE_KINDS = frozenset({"class", "struct", "record", "enum", "union"})
 DOC_KIND = "doc"  # a docs section, stored in the classes table
+# Rows of the modules table: one `file` row per source file (its doc, imports, top-level names
+# and the head of its module-level code) and `module` rows for the rest of a long module body.
+FILE_KIND = "file"
+MODULE_KIND = "module"
+MODULE_KINDS = frozenset({FILE_KIND, MODULE_KIND})
+
+
+def table_of(kind: str) -> str:
+    """The table (`methods`, `classes` or `modules`) that holds rows of this kind."""
+    if kind in CALLABLE_KINDS:
+        return "methods"
+    return "modules" if kind in MODULE_KINDS else "classes"
 
 
 # --- Source languages: grammar, queries and conventions ------------------------------------------
@@ -153,7 +174,8 @@ LANGUAGES: dict[str, LanguageSpec] = {
             grammar=tree_sitter_go.language,
             queries=("go.scm",),
             body_types=frozenset({"block", "field_declaration_list"}),
-            wrappers=MappingProxyType({"type_declaration": True}),
+            wrappers=MappingProxyType({"type_declaration": True, "const_declaration": True,
+                                       "var_declaration": True, "var_spec_list": True}),
         ),
         LanguageSpec(
             name="c",
@@ -238,6 +260,10 @@ VENDORED_DIRS = frozenset(
 VENDORED_MARKERS = ("pyvenv.cfg",)
 
 ROLES = ("source", "test", "example", "benchmark", "docs", "generated", "vendored")
+# Roles whose long module-level code gets `module` rows of its own. A test file's code is mostly
+# module level (`describe(..., () => { it(...) })`): chunking it would multiply the embeddings
+# of a repo's tests while their file rows (whole-file BM25 and the head) already find them.
+MODULE_ROW_ROLES = frozenset({"source", "example", "docs"})
 HEAD_CHARS = 1000  # how much of a file's start is searched for a "generated" header
 _GENERATED_HEADER = re.compile(
     r"Code generated .* DO NOT EDIT"  # Go (go generate, protoc-gen-go)

@@ -16,13 +16,16 @@ from dataclasses import asdict, dataclass
 from functools import cached_property, lru_cache
 from typing import Iterable
 
-from languages import CONSTRUCTOR_CALLS, FUNCTION_KINDS, INSTANTIABLE_KINDS, SOURCE_EXTENSIONS, language_family
+from languages import (CALLABLE_KINDS, CONSTRUCTOR_CALLS, INSTANTIABLE_KINDS, SOURCE_EXTENSIONS, VALUE_KINDS,
+                       language_family)
 from records import FileParse, Reference, SymbolInfo
 
 SELF_NAMES = frozenset({"self", "this", "Self", "cls", "super"})
 # An `obj.m()` matching more definitions than this, with nothing to choose between them, says
 # nothing about any of them: it is counted as unresolved rather than attached to all.
 MAX_AMBIGUOUS = 4
+# What an instantiation or a type use cannot name: functions, macros and values.
+_NOT_TYPES = CALLABLE_KINDS | VALUE_KINDS
 _MODULE_NOISE = frozenset({"crate", "self", "super", "std", "", ".", ".."})
 _SOURCE_EXT = re.compile(r"\.(%s)$" % "|".join(re.escape(ext[1:]) for ext in SOURCE_EXTENSIONS))
 
@@ -112,15 +115,15 @@ def _resolve_site(site: Reference, file: _CitingFile, fam: str,
             # `Foo::new()` / `Foo.__init__()` instantiate Foo as well as calling the constructor.
             classes = [s for s in by_name.get((fam, site.qualifier), []) if s.kind in INSTANTIABLE_KINDS]
             found += _pick(classes, "new", site, file, caller)
-        methods = [s for s in candidates if s.kind in FUNCTION_KINDS]
+        methods = [s for s in candidates if s.kind in CALLABLE_KINDS]
         classes = [s for s in candidates if s.kind in INSTANTIABLE_KINDS and not site.qualifier]
         found += _pick(_narrow_call(methods, site, caller), "call", site, file, caller)
         found += _pick(classes, "new", site, file, caller)
     elif site.kind == "new":
-        classes = [s for s in candidates if s.kind not in FUNCTION_KINDS]
+        classes = [s for s in candidates if s.kind not in _NOT_TYPES]
         found += _pick(classes, "new", site, file, caller)
     else:
-        types = [s for s in candidates if s.kind not in FUNCTION_KINDS]
+        types = [s for s in candidates if s.kind not in _NOT_TYPES]
         found += _pick(types, "type", site, file, caller)
     return found
 
@@ -137,7 +140,7 @@ def _narrow_call(methods: list[SymbolInfo], site: Reference,
 def _class_of(symbol: SymbolInfo | None) -> str | None:
     if symbol is None:
         return None
-    return symbol.parent if symbol.kind in FUNCTION_KINDS else symbol.qualified_name
+    return symbol.parent if symbol.kind in CALLABLE_KINDS or symbol.kind in VALUE_KINDS else symbol.qualified_name
 
 
 def _pick(candidates: list[SymbolInfo], kind: str, site: Reference, file: _CitingFile,

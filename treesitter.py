@@ -25,6 +25,7 @@ from types import MappingProxyType
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 from languages import CLASS_KINDS, FUNCTION_KINDS, LANGUAGES, LanguageSpec
+from module_code import CodeChunk, module_chunks
 from records import Reference
 
 QUERIES_DIR = Path(__file__).resolve().parent / "queries"
@@ -49,6 +50,7 @@ _BLOCK_COMMENT_CLOSE_RE = re.compile(r"\*+/$")
 _BLOCK_COMMENT_STAR_RE = re.compile(r"^\s*\*(?!/) ?")
 _LINE_COMMENT_RE = re.compile(r"^\s*(?://+!?|#+) ?")
 _IMPORT_QUOTES = "\"'<>`"
+_LICENSE_RE = re.compile(r"copyright|licen[cs]ed?\b|spdx-license", re.IGNORECASE)
 
 
 @dataclass
@@ -78,6 +80,9 @@ class ParsedFile:
     imported_names: list[str]
     has_errors: bool
     too_deep: int = 0  # definitions nested deeper than MAX_NESTING: no rows of their own
+    module_doc: str = ""  # the module docstring, or the header comment (licenses left out)
+    top_level_names: list[str] = field(default_factory=list)  # qualified names, in source order
+    module_code: list[CodeChunk] = field(default_factory=list)  # code outside every definition
 
 
 def parse_source(source: str, language: str, path: str = "") -> ParsedFile:
@@ -94,7 +99,7 @@ def parse_source(source: str, language: str, path: str = "") -> ParsedFile:
     compiled = _compiled(language, variant)
     src = source.encode("utf-8", "surrogatepass")
     tree = _parser(language, variant).parse(src)
-    return _Extractor(spec, compiled, src).run(tree.root_node)
+    return _Extractor(spec, compiled, src, source).run(tree.root_node)
 
 
 # --- compiled grammar and query cache -------------------------------------------------------------
@@ -197,10 +202,11 @@ class _Open:
 class _Extractor:
     """Turns one tree's query matches into a ParsedFile."""
 
-    def __init__(self, spec: LanguageSpec, compiled: _Compiled, src: bytes) -> None:
+    def __init__(self, spec: LanguageSpec, compiled: _Compiled, src: bytes, source: str) -> None:
         self.spec = spec
         self.compiled = compiled
         self.src = src
+        self.source = source
         self._lines: list[bytes] | None = None
 
     def run(self, root: Node) -> ParsedFile:
@@ -211,12 +217,15 @@ class _Extractor:
         for pattern, captures in QueryCursor(self.compiled.query).matches(root):
             self._collect(pattern, captures, raw_defs, raw_refs, modules, names)
 
-        definitions, spans, too_deep = self._definitions(raw_defs)
+        definitions, spans, top_level, too_deep = self._definitions(raw_defs)
         taken = {(d.name.start_byte, d.name.end_byte) for d in raw_defs.values()}
         taken |= {(d.scope.start_byte, d.scope.end_byte) for d in raw_defs.values() if d.scope}
         references = self._references(
             [r for key, r in raw_refs.items() if key not in taken], spans
         )
+        rows = [(d.start_line - 1, d.end_line - 1) for d in definitions]
+        module_doc, doc_rows = self._module_doc(root, {start for start, _ in rows})
+        lines = [line.rstrip("\r") for line in self.source.split("\n")]
         return ParsedFile(
             language=self.spec.name,
             definitions=definitions,
@@ -225,6 +234,9 @@ class _Extractor:
             imported_names=self._texts(names),
             has_errors=root.has_error,
             too_deep=too_deep,
+            module_doc=module_doc,
+            top_level_names=top_level,
+            module_code=module_chunks(root, lines, rows, self.spec.comment_types, doc_rows),
         )
 
     # collection
@@ -276,14 +288,17 @@ class _Extractor:
     # definitions
 
     def _definitions(self, raw_defs: dict[tuple[int, int], _RawDefinition]
-                     ) -> tuple[list[Definition], list[tuple[int, int, str]], int]:
-        """Nest definitions by byte range, then name, classify and describe each; those nested
-        deeper than MAX_NESTING are only counted (the last value)."""
+                     ) -> tuple[list[Definition], list[tuple[int, int, str]], list[str], int]:
+        """Nest definitions by byte range, then name, classify and describe each.
+
+        Returns the definitions, their byte spans, the qualified names of the top-level ones and
+        how many were nested deeper than MAX_NESTING (only counted: no rows of their own)."""
         ordered = sorted(raw_defs.values(), key=lambda d: (d.node.start_byte, -d.node.end_byte))
         stack: list[_Open] = []
         definitions: list[Definition] = []
         spans: list[tuple[int, int, str]] = []
         too_deep = 0
+        top_level: list[str] = []
         for raw in ordered:
             while stack and stack[-1].end_byte <= raw.node.start_byte:
                 stack.pop()
@@ -293,9 +308,11 @@ class _Extractor:
             definition = self._definition(raw, [o.definition for o in stack])
             definitions.append(definition)
             spans.append((raw.node.start_byte, raw.node.end_byte, definition.qualified_name))
+            if not stack:
+                top_level.append(definition.qualified_name)
             stack.append(_Open(definition, raw.node.end_byte))
         self._attach_method_signatures(definitions)
-        return definitions, spans, too_deep
+        return definitions, spans, list(dict.fromkeys(top_level)), too_deep
 
     def _definition(self, raw: _RawDefinition, enclosing: list[Definition]) -> Definition:
         name = self._text(raw.name)[:MAX_NAME_CHARS]
@@ -379,18 +396,60 @@ class _Extractor:
     def _docstring(self, node: Node) -> str:
         """First statement of the body when it is a plain string (Python docstring)."""
         body = node.child_by_field_name("body")
-        if body is None:
-            return ""
-        statement = next((c for c in body.named_children
+        statement = self._docstring_statement(body) if body is not None else None
+        return self._string_content(statement) if statement is not None else ""
+
+    def _docstring_statement(self, block: Node) -> Node | None:
+        """The block's first statement if it is a plain string, else None."""
+        statement = next((c for c in block.named_children
                           if c.type not in self.spec.comment_types), None)
         if statement is None or statement.type != "expression_statement":
-            return ""
+            return None
         string = statement.named_children[0] if statement.named_child_count == 1 else None
-        if string is None or string.type != "string":
-            return ""
+        return statement if string is not None and string.type == "string" else None
+
+    def _string_content(self, statement: Node) -> str:
+        string = statement.named_children[0]
         content = "".join(self._text(c) for c in string.named_children
                           if c.type == "string_content")
         return inspect.cleandoc(content)
+
+    def _module_doc(self, root: Node, definition_rows: set[int]) -> tuple[str, list[int]]:
+        """The module's docstring or header comment, and the rows it takes.
+
+        The header is the comments before the first code, in blocks separated by blank lines;
+        license and copyright blocks are left out, and so is a block directly above a
+        definition (its doc), unless it is an inner doc (`//!`) that documents the module."""
+        if self.spec.doc_style == "docstring":
+            statement = self._docstring_statement(root)
+            if statement is None:
+                return "", []
+            rows = list(range(statement.start_point.row, _end_line(statement)))
+            return self._string_content(statement), rows
+        blocks: list[list[Node]] = []
+        first_code: Node | None = None
+        for child in root.named_children:
+            if child.type not in self.spec.comment_types:
+                first_code = child
+                break
+            if blocks and _end_line(blocks[-1][-1]) >= child.start_point.row:
+                blocks[-1].append(child)
+            else:
+                blocks.append([child])
+        texts: list[str] = []
+        rows: list[int] = []
+        for block in blocks:
+            text = inspect.cleandoc("\n".join(
+                line.rstrip() for c in block for line in _comment_lines(self._text(c))))
+            inner = self._text(block[0]).lstrip().startswith(self.spec.inner_doc_prefixes)
+            above_definition = (block is blocks[-1] and first_code is not None
+                                and _end_line(block[-1]) == first_code.start_point.row
+                                and first_code.start_point.row in definition_rows)
+            if not text or _LICENSE_RE.search(text) or (above_definition and not inner):
+                continue
+            texts.append(text)
+            rows += range(block[0].start_point.row, _end_line(block[-1]))
+        return "\n\n".join(texts), rows
 
     def _leading_comments(self, first: Node) -> str:
         """Comments directly above the definition (no blank line, not trailing other code)."""
@@ -497,7 +556,7 @@ def _find_body(node: Node, body_types: frozenset[str]) -> Node | None:
 def _is_trailing(comment: Node) -> bool:
     """A comment on the same line as preceding code documents that code, not what follows."""
     prev = comment.prev_sibling
-    return prev is not None and prev.end_point.row == comment.start_point.row
+    return prev is not None and _end_line(prev) - 1 == comment.start_point.row
 
 
 def _comment_lines(text: str) -> list[str]:

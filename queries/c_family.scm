@@ -1,5 +1,5 @@
 ; Shared by C and C++ (the C++ grammar names these nodes as C does): struct/union/enum
-; definitions, member calls and includes, in the shared capture vocabulary.
+; definitions, macros, member calls and includes, in the shared capture vocabulary.
 
 (struct_specifier
   name: (type_identifier) @name.definition.struct
@@ -12,6 +12,12 @@
 (enum_specifier
   name: (type_identifier) @name.definition.enum
   body: (_)) @definition.enum
+
+; Macros with parameters: #define NAME(args) body (its uses look like calls). Object-like
+; `#define NAME value` lines are not rows of their own: a header holds hundreds of them, and
+; they are searchable as module-level code.
+(preproc_function_def
+  name: (identifier) @name.definition.macro) @definition.macro
 
 (call_expression
   function: (field_expression

@@ -29,6 +29,36 @@
 (type_alias
   name: (type_identifier) @name.definition.type) @definition.type
 
+; Package-level values: var f = func(..) {..} is a function; other vars and consts are values.
+(source_file
+  (var_declaration
+    (var_spec
+      name: (identifier) @name.definition.function
+      value: (expression_list . (func_literal) .)) @definition.function))
+
+(source_file
+  (var_declaration
+    (var_spec_list
+      (var_spec
+        name: (identifier) @name.definition.function
+        value: (expression_list . (func_literal) .)) @definition.function)))
+
+(source_file
+  (var_declaration
+    (var_spec
+      name: (identifier) @name.definition.variable) @definition.variable))
+
+(source_file
+  (var_declaration
+    (var_spec_list
+      (var_spec
+        name: (identifier) @name.definition.variable) @definition.variable)))
+
+(source_file
+  (const_declaration
+    (const_spec
+      name: (identifier) @name.definition.constant) @definition.constant))
+
 ; Calls: f(), obj.M(), pkg.F().
 (call_expression
   function: (identifier) @name.reference.call)

@@ -6,6 +6,13 @@
 (function_definition
   name: (identifier) @name.definition.function) @definition.function
 
+; Module-level constants by convention (UPPER_CASE, also annotated) and `__all__`.
+(module
+  (expression_statement
+    (assignment
+      left: (identifier) @name.definition.constant)) @definition.constant
+  (#match? @name.definition.constant "^(_*[A-Z][A-Z0-9_]*|__all__)$"))
+
 ; Calls: f(), obj.m(), Foo() (the resolver turns calls of classes into instantiations).
 (call
   function: (identifier) @name.reference.call)

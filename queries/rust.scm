@@ -31,6 +31,19 @@
 (function_signature_item
   name: (identifier) @name.definition.function) @definition.function
 
+; macro_rules! name { ... } (`macro` 2.0 items are not in the grammar: they parse as errors).
+(macro_definition
+  name: (identifier) @name.definition.macro) @definition.macro
+
+; Constants and statics of a module, impl or trait (not the locals of a function body).
+(source_file
+  [(const_item name: (identifier) @name.definition.constant)
+   (static_item name: (identifier) @name.definition.constant)] @definition.constant)
+
+(declaration_list
+  [(const_item name: (identifier) @name.definition.constant)
+   (static_item name: (identifier) @name.definition.constant)] @definition.constant)
+
 ; Calls: f(), obj.m(), Type::m() (Foo::new() is a call of new qualified by Foo).
 (call_expression
   function: (identifier) @name.reference.call)
@@ -54,6 +67,17 @@
     function: (scoped_identifier
       path: (_) @qualifier.reference.call
       name: (identifier) @name.reference.call)))
+
+; Macro invocations are calls of the macro: select!(..), tokio::select! {..}; the standard
+; library's own macros are left out (they never resolve to a definition in the repo).
+(macro_invocation
+  macro: (identifier) @name.reference.call
+  (#not-match? @name.reference.call "^(assert|assert_eq|assert_ne|debug_assert|debug_assert_eq|debug_assert_ne|vec|format|format_args|write|writeln|print|println|eprint|eprintln|panic|unreachable|unimplemented|todo|matches|dbg|concat|stringify|include_str|include_bytes|env|cfg|line|file|column|module_path)$"))
+
+(macro_invocation
+  macro: (scoped_identifier
+    path: (_) @qualifier.reference.call
+    name: (identifier) @name.reference.call))
 
 ; Instantiations: Foo { .. }, module::Foo { .. }.
 (struct_expression

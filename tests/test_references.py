@@ -72,3 +72,22 @@ def test_too_many_equal_candidates_resolve_to_none() -> None:
     caller = FileParse("app/main.py", "python", references=(use("run"),))
     assert resolved(many, [caller]) == {}
     assert resolved(few, [caller]) == {s.id: {("app/main.py", "call", "ambiguous")} for s in few}
+
+
+def test_macro_invocations_are_calls_of_the_macro() -> None:
+    rust_macro = symbol("src/macros/select.rs", "rust", "macro", "select")
+    c_macro = symbol("include/money.h", "c", "macro", "TO_CENTS")
+    rust_file = FileParse("src/lib.rs", "rust", references=(use("select"), use("select", qualifier="tokio")))
+    c_file = FileParse("src/ledger.c", "c", references=(use("TO_CENTS"),))
+    found = resolved([rust_macro, c_macro], [rust_file, c_file])
+    assert found == {rust_macro.id: {("src/lib.rs", "call", "unique")},
+                     c_macro.id: {("src/ledger.c", "call", "unique")}}
+
+
+def test_values_and_callables_are_never_types() -> None:
+    constant = symbol("a.py", "python", "constant", "Config")
+    macro = symbol("m.h", "c", "macro", "Entry")
+    struct = symbol("e.h", "c", "struct", "Entry")
+    files = [FileParse("b.py", "python", references=(use("Config", kind="type"), use("Config", kind="new"))),
+             FileParse("x.c", "c", references=(use("Entry", kind="type"),))]
+    assert resolved([constant, macro, struct], files) == {struct.id: {("x.c", "type", "unique")}}

@@ -478,7 +478,9 @@ def test_rust_generic_impl_and_union() -> None:
         ("impl", "Bin", 31, 35),
         ("method", "Bin.put", 32, 34),
         ("union", "Slot", 38, 42),
+        ("function", "refill_front", 45, 47),
     }
+    assert ("restock", "call", "crate", 46) in refs(parsed)  # a macro invocation is a call
     assert by_name(parsed, "Bin.put").parent == "Bin"
     assert by_name(parsed, "Shelf.new").doc == ""
     assert by_name(parsed, "Shelf.capacity").doc == "Number of slots on the shelf."
@@ -490,6 +492,7 @@ def test_rust_generic_impl_and_union() -> None:
 def test_go_store_definitions() -> None:
     parsed = parse("go/inventory/store.go")
     assert table(parsed) == {
+        ("variable", "ErrNotFound", 10, 10),
         ("struct", "Item", 13, 16),
         ("struct", "Store", 19, 21),
         ("interface", "Lister", 24, 26),
@@ -674,3 +677,138 @@ def test_columns_count_characters_not_bytes() -> None:
 def test_rust_inner_doc_is_not_an_item_doc() -> None:
     parsed = parse_source("//! Crate docs.\nfn f() {}\n", "rust")
     assert by_name(parsed, "f").doc == ""
+
+
+# --- Code outside functions and classes: macros, constants, member-assigned functions -------------
+
+
+def test_rust_macro_rules_and_constants() -> None:
+    parsed = parse("rust/src/macros/restock.rs")
+    assert table(parsed) == {("macro", "restock", 4, 11), ("constant", "MAX_RESTOCK", 14, 14)}
+    restock = by_name(parsed, "restock")
+    assert restock.signature == "macro_rules! restock"
+    assert restock.doc.startswith("Restocks several shelves at once")
+    assert restock.code.startswith("#[macro_export]")
+    assert by_name(parsed, "MAX_RESTOCK").doc == "How many units a single restock may add."
+    assert parsed.module_doc == "Macros for filling shelves in bulk."
+    assert parsed.top_level_names == ["restock", "MAX_RESTOCK"]
+
+
+def test_rust_constants_of_impls_but_not_of_function_bodies_and_macro_calls() -> None:
+    source = ("const TOP: u8 = 1;\nstatic NAME: &str = \"n\";\nimpl Shelf {\n    const CAP: usize = 8;\n"
+              "    fn f() { const LOCAL: u8 = 2; restock!(w, 1); crate::restock!(w, 2); println!(\"x\"); }\n}\n")
+    parsed = parse_source(source, "rust")
+    assert table(parsed) == {("constant", "TOP", 1, 1), ("constant", "NAME", 2, 2), ("impl", "Shelf", 3, 6),
+                             ("constant", "Shelf.CAP", 4, 4), ("method", "Shelf.f", 5, 5)}
+    assert by_name(parsed, "Shelf.CAP").parent == "Shelf"
+    assert {(r.name, r.kind, r.qualifier) for r in parsed.references} == {
+        ("restock", "call", None), ("restock", "call", "crate")}  # std's println! is left out
+
+
+def test_js_constants_file() -> None:
+    parsed = parse("web/js/constants.js")
+    assert table(parsed) == {
+        ("constant", "FREE_SHIPPING_THRESHOLD_CENTS", 3, 3),
+        ("constant", "MAX_ITEMS_PER_ORDER", 4, 4),
+        ("constant", "CURRENCY_SYMBOL", 5, 5),
+        ("constant", "SKU_PATTERN", 6, 6),
+        ("constant", "INVALID_SKU_MESSAGE", 7, 7),
+        ("constant", "defaultLocale", 8, 8),  # exported: a constant whatever its case
+    }
+    assert by_name(parsed, "SKU_PATTERN").signature == r"export const SKU_PATTERN = /^[A-Z]{3}-\d{4}$/"
+    assert parsed.module_doc == "Shop-wide constants shared by the cart and the checkout views."
+    assert parsed.module_code == []
+
+
+def test_js_constants_need_upper_case_or_export_and_functions_stay_functions() -> None:
+    source = ("const LIMIT = 3\nconst helper = {}\nlet counter = 0\nvar OLD_STYLE = 1\n"
+              "export const run = () => 1\nfunction f() { const INNER = 2 }\n")
+    parsed = parse_source(source, "javascript")
+    assert table(parsed) == {("constant", "LIMIT", 1, 1), ("constant", "OLD_STYLE", 4, 4),
+                             ("function", "run", 5, 5), ("function", "f", 6, 6)}
+
+
+def test_js_plugin_methods_assigned_to_a_prototype() -> None:
+    parsed = parse("web/js/plugin/discount.js")
+    assert table(parsed) == {("method", "proto.applyCoupon", 7, 12), ("method", "proto.couponCodes", 14, 14)}
+    apply = by_name(parsed, "proto.applyCoupon")
+    assert (apply.name, apply.parent) == ("applyCoupon", "proto")
+    assert apply.signature == "proto.applyCoupon = function (code)"
+    assert apply.doc == "Applies a coupon code and returns the discounted total in cents."
+    assert [(c.start_line, c.end_line) for c in parsed.module_code] == [(2, 4)]
+    assert parsed.module_code[0].code.startswith("export default (option, CartClass) => {")
+
+
+def test_js_functions_assigned_to_exports_and_object_literals() -> None:
+    parsed = parse("web/js/sku.js")
+    assert table(parsed) == {
+        ("function", "parseSku", 4, 7),  # exports.parseSku = (text) => ...
+        ("function", "skuPrefix", 9, 11),  # module.exports.skuPrefix = function ...
+        ("method", "validators.isSku", 14, 16),  # const validators = { isSku() {} }
+        ("method", "validators.isPrefix", 17, 17),  # ... isPrefix: (text) => ...
+    }
+    assert by_name(parsed, "parseSku").doc == 'Splits "ABC-1234" into its prefix and number.'
+    source = ("Cart.prototype.empty = function () {}\nwindow.shop.boot = () => {}\n"
+              "module.exports = { load() {}, save: function () {} }\nfunction Cart() { this.add = function () {} }\n")
+    assert table(parse_source(source, "javascript")) == {
+        ("method", "Cart.empty", 1, 1), ("method", "window.shop.boot", 2, 2),
+        ("method", "load", 3, 3), ("function", "save", 3, 3), ("function", "Cart", 4, 4)}
+
+
+def test_typescript_shares_the_module_level_patterns() -> None:
+    source = ("export const MAX_RETRIES: number = 3\nexport const client = { get(url: string) { return url } }\n"
+              "proto.render = function (this: View): string { return '' }\n")
+    assert table(parse_source(source, "typescript")) == {
+        ("constant", "MAX_RETRIES", 1, 1), ("constant", "client", 2, 2), ("method", "client.get", 2, 2),
+        ("method", "proto.render", 3, 3)}
+
+
+def test_c_macros_with_parameters() -> None:
+    parsed = parse("c/money.h")
+    assert table(parsed) == {("macro", "TO_CENTS", 8, 8), ("macro", "CLAMP_CENTS", 10, 11)}
+    # `#define CENTS_PER_UNIT 100` is module-level code, with the include guard.
+    assert [(c.start_line, c.end_line) for c in parsed.module_code] == [(2, 5)]
+    assert by_name(parsed, "TO_CENTS").doc == "Converts whole units to cents, rounding nothing."
+    assert by_name(parsed, "CLAMP_CENTS").signature == "#define CLAMP_CENTS(value, low, high) \\"
+    assert parsed.module_doc == "Money helpers for the ledger: conversions between cents and whole units."
+    cpp = parse_source("#define SQUARE(x) ((x) * (x))\nint f() { return SQUARE(2); }\n", "cpp")
+    assert table(cpp) == {("macro", "SQUARE", 1, 1), ("function", "f", 2, 2)}
+    assert ("SQUARE", "call", None, 2) in refs(cpp)
+
+
+def test_go_package_level_vars_and_consts() -> None:
+    parsed = parse("go/inventory/checks.go")
+    assert table(parsed) == {
+        ("function", "hasPrefix", 8, 10),  # var ( hasPrefix = func(...) {...} )
+        ("function", "isUpper", 11, 11),
+        ("variable", "checks", 12, 12),
+        ("constant", "MaxSKULength", 16, 16),
+    }
+    assert by_name(parsed, "hasPrefix").doc == "hasPrefix reports whether a SKU starts with a three-letter prefix."
+    assert by_name(parsed, "hasPrefix").signature == "hasPrefix = func(sku string) bool"
+    assert by_name(parsed, "MaxSKULength").signature == "const MaxSKULength = 16"  # the `const` keyword kept
+    assert by_name(parsed, "MaxSKULength").doc == "MaxSKULength is the longest SKU the store accepts."
+    local = parse_source("package x\nfunc f() {\n\tconst n = 1\n\tvar g = func() {}\n}\n", "go")
+    assert table(local) == {("function", "f", 2, 5)}
+
+
+def test_python_module_constants_and_all() -> None:
+    parsed = parse("shop/settings.py")
+    assert table(parsed) == {("constant", "__all__", 5, 5), ("constant", "DEFAULT_CURRENCY", 7, 7),
+                             ("constant", "PAYMENT_PROVIDERS", 8, 8)}
+    assert by_name(parsed, "DEFAULT_CURRENCY").signature == 'DEFAULT_CURRENCY = os.environ.get("SHOP_CURRENCY", "EUR")'
+    assert parsed.module_doc == "Shop settings, read once from the environment at import time."
+    assert [(c.start_line, c.end_line) for c in parsed.module_code] == [(3, 3), (10, 20)]
+    nested = parse_source("class A:\n    LIMIT = 1\nif True:\n    FLAG = 2\nlower = 3\nT: int = 4\n", "python")
+    assert table(nested) == {("class", "A", 1, 2), ("constant", "T", 6, 6)}
+
+
+def test_module_doc_skips_licenses_and_item_docs() -> None:
+    licensed = parse_source("// Copyright 2024 Shop Inc. Licensed under MIT.\n\n// Package cart holds carts.\n"
+                            "package cart\n", "go")
+    assert licensed.module_doc == "Package cart holds carts."
+    item_doc = parse_source("/** Formats a price. */\nfunction format() {}\n", "javascript")
+    assert item_doc.module_doc == ""
+    python = parse_source("# coding: utf-8\n'''The shop.\n\nMore.'''\nimport os\n", "python")
+    assert python.module_doc == "The shop.\n\nMore."
+    assert [(c.start_line, c.end_line, c.code) for c in python.module_code] == [(5, 5, "import os")]
