@@ -1,9 +1,13 @@
 """Rows → LanceDB tables: schemas, embeddings, full-text indexes and crash-safe writes.
 
-Per repo there are three tables, namespaced by a prefix derived from the repo name:
-`<prefix>__methods`, `<prefix>__classes` (docs sections included, kind `doc`) and
-`<prefix>__files`, the manifest of what the other two hold. A registry table
-`codeqa_repos` lists repos with their embedding model.
+Per repo there are four tables, namespaced by a prefix derived from the repo name:
+`<prefix>__methods` (functions, methods, constructors, macros), `<prefix>__classes`
+(class-likes, constants and variables, docs sections as kind `doc`), `<prefix>__modules`
+(one `file` row per indexed file and `module` rows of long module-level code; see
+`modules_schema`) and `<prefix>__files`, the manifest of what the others hold. Every row of
+the first three carries its file's `role` (source, test, example, ...; `languages.file_role`).
+A registry table `codeqa_repos` lists repos with their embedding model and the index layout
+(`INDEX_VERSION`) they were written with.
 
 Crash safety comes from ordering, not transactions: a file's rows are replaced (one atomic
 merge per table) before its manifest entry is written, so after a crash the manifest still
@@ -30,8 +34,7 @@ import stat
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from datetime import timedelta
-from typing import Iterable, Sequence
-from dataclasses import replace
+from typing import Iterable, Mapping, Sequence
 
 os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every hybrid query otherwise; read at import
 import lancedb
@@ -42,14 +45,25 @@ from lancedb.index import FTS, HnswSq
 from config import Settings
 from embeddings import Embedder
 from errors import CodeQAError, UnavailableError, one_line
+from languages import DOC_KIND, MODULE_KIND
 from records import ManifestEntry, RepoInfo
 from repo_files import decode_text, hash_bytes
 
 REGISTRY_TABLE = "codeqa_repos"
-TABLE_KINDS = ("methods", "classes", "files")
+# The layout of a repo's tables and what the parser puts in them. A repo written with another
+# version is re-indexed from scratch by the next index run and refused by search until then.
+# 2: role column, modules table, constants/variables/macros and member-assigned functions.
+INDEX_VERSION = 2
+ROW_TABLES = ("methods", "classes", "modules")  # tables of searchable rows, with vectors
+TABLE_KINDS = ROW_TABLES + ("files",)
 FTS_COLUMNS = ("search_text", "name_text", "path_text")
+# Whole-file BM25: `file_text` holds the identifier-aware tokens of a file's path and text (as
+# the eval's plain BM25 baseline tokenizes them), indexed without stemming or stop words.
+FILE_TEXT_COLUMN = "file_text"
+FILE_TEXT_CHARS = 300_000  # of a file's text; longer files (rare: data, generated) are cut
 MAX_STORED_REFERENCES = 50
 EMBED_TEXT_CHARS = 2000
+EMBED_LIST_CHARS = 300  # of a file row's imports, and of its defined names, in its embedded text
 # Above this many rows a table gets an HNSW vector index: flat search of 30,000 rows took
 # ~30 ms, HNSW ~5 ms at recall@30 0.99 (Django, 384-d).
 ANN_MIN_ROWS = 10_000
@@ -111,12 +125,26 @@ def has_primary_key(table, column: str) -> bool:
     return PRIMARY_KEY_METADATA.encode() in metadata
 
 
-def symbol_schema(dim: int, with_method_signatures: bool) -> pa.Schema:
+class StaleIndexError(IndexStoreError):
+    """The repo's tables were written by another layout (`INDEX_VERSION`) than this code reads."""
+
+
+def row_schema(dim: int, table: str) -> pa.Schema:
+    """The columns of a table of searchable rows (`ROW_TABLES`).
+
+    All three share the symbol columns, so search reads them alike. The classes table adds
+    `method_signatures`. The modules table adds, per `file` row: `imports` (module paths as
+    written), `top_level_names` (qualified names of the file's top-level definitions) and
+    `file_text` (whole-file BM25 text, FTS-indexed on its own); `module` rows leave those empty.
+    Rows of the modules table have `qualified_name` = `file_path` and `name` = the file name;
+    a `file` row spans the whole file (line 1 to its last line), a `module` row its chunk.
+    """
     fields = [
         key_field("id"),
         ("repo", pa.string()),
         ("file_path", pa.string()),
         ("language", pa.string()),
+        ("role", pa.string()),  # languages.ROLES: filter with `role = 'source'`
         ("kind", pa.string()),
         ("name", pa.string()),
         ("qualified_name", pa.string()),
@@ -135,8 +163,11 @@ def symbol_schema(dim: int, with_method_signatures: bool) -> pa.Schema:
         ("reference_count", pa.int32()),
         ("references_hash", pa.string()),
     ]
-    if with_method_signatures:
+    if table == "classes":
         fields.append(("method_signatures", pa.list_(pa.string())))
+    elif table == "modules":
+        fields += [("imports", pa.list_(pa.string())), ("top_level_names", pa.list_(pa.string())),
+                   (FILE_TEXT_COLUMN, pa.string())]
     fields.append(("vector", pa.list_(pa.float32(), dim)))
     return pa.schema(fields)
 
@@ -161,6 +192,7 @@ REGISTRY_SCHEMA = pa.schema([  # one row per records.RepoInfo
     ("created_at", pa.float64()),
     ("indexed_at", pa.float64()),
     ("stats", pa.string()),  # records.RepoStats JSON: summary of the last run
+    ("index_version", pa.int32()),  # INDEX_VERSION the tables were written with; added in 2
 ])
 
 
@@ -203,12 +235,20 @@ def path_tokens(file_path: str) -> str:
 
 
 def embedding_text(row: dict) -> str:
-    """What makes a row findable by meaning: where it is, what it is, its doc, then its code."""
-    header = f"{row['file_path']}\n{row['kind']} {row['qualified_name']}\n"
+    """What makes a row findable by meaning: where it is, what it is, its doc, then its code.
+
+    A file row (whose qualified name is its path) says what the file imports and defines
+    before its module-level code."""
+    what = row["kind"] if row["qualified_name"] == row["file_path"] else f"{row['kind']} {row['qualified_name']}"
+    header = f"{row['file_path']}\n{what}\n"
     if row.get("signature"):
         header += row["signature"] + "\n"
     if row.get("doc"):
         header += row["doc"][:600] + "\n"
+    if row.get("imports"):
+        header += "imports " + ", ".join(row["imports"])[:EMBED_LIST_CHARS] + "\n"
+    if row.get("top_level_names"):
+        header += "defines " + ", ".join(row["top_level_names"])[:EMBED_LIST_CHARS] + "\n"
     return (header + row.get("code", ""))[:EMBED_TEXT_CHARS]
 
 
@@ -216,7 +256,8 @@ def _derive_text_columns(row: dict) -> dict:
     code_chars = CLASS_SEARCH_CODE_CHARS if row.get("method_signatures") else SEARCH_CODE_CHARS
     row["search_text"] = code_tokens(" ".join([
         row["qualified_name"], row.get("signature", ""), row.get("doc", ""),
-        *row.get("method_signatures", []), row["code"][:code_chars]]))
+        *row.get("method_signatures", []), *row.get("imports", []), *row.get("top_level_names", []),
+        row["code"][:code_chars]]))
     row["name_text"] = " ".join([code_tokens(row["name"]), code_tokens(row["qualified_name"]),
                                  row["name"].lower(), row["qualified_name"].lower()])
     row["path_text"] = path_tokens(row["file_path"])
@@ -253,7 +294,7 @@ def _scan(table, columns: list[str], where: str | None = None) -> pa.Table:
 
 
 # Columns added to a schema after tables of it were written, and the SQL value old rows get.
-_ADDED_COLUMN_DEFAULTS = {"mtime_ns": "CAST(0 AS BIGINT)"}
+_ADDED_COLUMN_DEFAULTS = {"mtime_ns": "CAST(0 AS BIGINT)", "index_version": "CAST(1 AS INT)"}
 
 
 def _add_missing_columns(table, schema: pa.Schema) -> None:
@@ -347,11 +388,13 @@ def table_names(db: lancedb.DBConnection) -> set[str]:
 
 
 def _registry(db: lancedb.DBConnection):
-    """The registry table, created if missing; one written before it declared `name` its key
-    is rewritten with the key in one commit (a registry is a few rows)."""
+    """The registry table, created if missing. One written before it declared `name` its key is
+    rewritten with the key in one commit (a registry is a few rows); columns added since (the
+    layout version) are added."""
     if REGISTRY_TABLE not in table_names(db):
         return db.create_table(REGISTRY_TABLE, schema=REGISTRY_SCHEMA, exist_ok=True)
     table = db.open_table(REGISTRY_TABLE)
+    _add_missing_columns(table, REGISTRY_SCHEMA)
     if has_primary_key(table, "name"):
         return table
     rows = table.to_arrow().select(REGISTRY_SCHEMA.names).cast(REGISTRY_SCHEMA)
@@ -382,6 +425,15 @@ def get_repo(db: lancedb.DBConnection, name: str) -> RepoInfo:
     raise UnknownRepoError(f"Unknown repo {one_line(repr(name), 60)}.{hint}")
 
 
+def check_layout(info: RepoInfo) -> None:
+    """Refuse to search tables of another layout, with the command that brings them up to date."""
+    if info.index_version != INDEX_VERSION:
+        raise StaleIndexError(
+            f"Repo {info.name!r} was indexed by another version of CodeQA (index format "
+            f"{info.index_version}, this one reads {INDEX_VERSION}): run `python preprocessing.py "
+            "index` on its folder again to re-index it.")
+
+
 def save_repo(db: lancedb.DBConnection, info: RepoInfo) -> None:
     """Insert or replace a repo's registry row in one commit (a new generation's prefix included)."""
     table = pa.Table.from_pylist([info.to_row()], schema=REGISTRY_SCHEMA)
@@ -395,24 +447,6 @@ def remove_repo(db: lancedb.DBConnection, name: str) -> RepoInfo:
     drop_tables(db, repo_table_names(db, name))
     _registry(db).delete(f"name = {sql_quote(name)}")
     return info
-
-
-def upgrade_keys(db: lancedb.DBConnection, info: RepoInfo) -> RepoInfo:
-    """Copy tables written before they declared their keys into a new generation that does,
-    switch the registry to it and drop the old one; returns the new registry row. Searches
-    keep using the old tables until the switch."""
-    upgraded = replace(info, prefix=new_generation_prefix(info.name))
-    schemas = {"methods": symbol_schema(info.embedding_dim, False),
-               "classes": symbol_schema(info.embedding_dim, True), "files": FILES_SCHEMA}
-    for kind, schema in schemas.items():
-        old = open_table(db, info, kind)
-        _add_missing_columns(old, schema)
-        rows = old.to_arrow().select(schema.names).cast(schema)
-        db.create_table(table_name(upgraded, kind), data=rows, schema=schema)
-    RepoTables(db, upgraded).finish()
-    save_repo(db, upgraded)
-    drop_other_generations(db, upgraded)
-    return upgraded
 
 
 class InvalidPathError(CodeQAError, ValueError):
@@ -496,15 +530,16 @@ def _read_without_links(root: Path, relative: str, limit: int) -> bytes | None:
 # --- One repo's tables ------------------------------------------------------------------------
 
 class RepoTables:
-    """The methods, classes and files tables of one repo, and the writes the indexer needs."""
+    """The row tables and the manifest of one repo, and the writes the indexer needs."""
 
     def __init__(self, db: lancedb.DBConnection, info: RepoInfo) -> None:
         self.db = db
         self.info = info
         existing = table_names(db)
         dim = info.embedding_dim
-        self.methods = self._open(existing, "methods", symbol_schema(dim, False))
-        self.classes = self._open(existing, "classes", symbol_schema(dim, True))
+        self.methods = self._open(existing, "methods", row_schema(dim, "methods"))
+        self.classes = self._open(existing, "classes", row_schema(dim, "classes"))
+        self.modules = self._open(existing, "modules", row_schema(dim, "modules"))
         self.files = self._open(existing, "files", FILES_SCHEMA)
 
     def _open(self, existing: set[str], kind: str, schema: pa.Schema):
@@ -517,7 +552,13 @@ class RepoTables:
 
     @property
     def symbol_tables(self):
+        """The tables of definitions (and docs sections): the ones references are resolved for."""
         return (self.methods, self.classes)
+
+    @property
+    def row_tables(self):
+        """Every table of searchable rows (`ROW_TABLES`)."""
+        return (self.methods, self.classes, self.modules)
 
     def manifest(self) -> dict[str, ManifestEntry]:
         rows = _scan(self.files, FILES_SCHEMA.names).to_pylist()
@@ -526,14 +567,14 @@ class RepoTables:
     def stored_file_paths(self) -> set[str]:
         """Every file path that has rows, manifest or not (finds leftovers of a crash)."""
         paths: set[str] = set()
-        for table in self.symbol_tables:
+        for table in self.row_tables:
             paths.update(_scan(table, ["file_path"])["file_path"].to_pylist())
         return paths
 
     def cached_vectors(self, file_paths: Sequence[str]) -> dict[str, np.ndarray]:
         """text_hash → vector for rows about to be replaced, so unchanged symbols skip embedding."""
         cache: dict[str, np.ndarray] = {}
-        for table in self.symbol_tables:
+        for table in self.row_tables:
             for chunk in _chunks(list(file_paths), 500):
                 found = _scan(table, ["text_hash", "vector"], sql_in("file_path", chunk))
                 for text_hash, vector in zip(found["text_hash"].to_pylist(),
@@ -544,27 +585,21 @@ class RepoTables:
     def delete_files(self, file_paths: Sequence[str]) -> None:
         """Remove rows first, manifest entries last (see module docstring)."""
         for chunk in _chunks(list(file_paths), 500):
-            for table in self.symbol_tables:
+            for table in self.row_tables:
                 table.delete(sql_in("file_path", chunk))
             self.files.delete(sql_in("file_path", chunk))
 
-    def replace_files(self, entries: Sequence[ManifestEntry], method_rows: list[dict],
-                      class_rows: list[dict]) -> None:
-        """Swap in the new rows of these files (one atomic merge per table: a search never sees
-        a file without rows), then record them in the manifest."""
+    def replace_files(self, entries: Sequence[ManifestEntry], rows: Mapping[str, list[dict]]) -> None:
+        """Swap in the new rows of these files, by table name (one atomic merge per table: a
+        search never sees a file without rows), then record them in the manifest."""
         if not entries:
             return
         of_files = sql_in("file_path", [entry.file_path for entry in entries])
-        for table, rows in ((self.methods, method_rows), (self.classes, class_rows)):
-            data = pa.Table.from_pylist(rows, schema=table.schema)
+        for name, table in zip(ROW_TABLES, self.row_tables):
+            data = pa.Table.from_pylist(rows.get(name, []), schema=table.schema)
             (table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
              .when_not_matched_by_source_delete(of_files).execute(data))
         self.update_manifest(entries)
-
-    def keys_declared(self) -> bool:
-        """Whether every table declares its key (tables from before that need `upgrade_keys`)."""
-        return all(has_primary_key(table, key) for table, key in
-                   ((self.methods, "id"), (self.classes, "id"), (self.files, "file_path")))
 
     def update_manifest(self, entries: Sequence[ManifestEntry]) -> None:
         """Write manifest entries (insert or replace by path)."""
@@ -597,7 +632,7 @@ class RepoTables:
     def finish(self) -> None:
         """Create missing indexes, fold new rows into them and compact; old versions go after a
         grace period (a reader may still be on one)."""
-        for table in self.symbol_tables:
+        for table in self.row_tables:
             rows = table.count_rows()
             if rows == 0:
                 continue
@@ -605,7 +640,8 @@ class RepoTables:
             if ("vector",) not in indexed and rows >= ANN_MIN_ROWS:
                 table.create_index("vector", config=HnswSq(distance_type="cosine",
                                                            num_partitions=max(1, rows // 8192)))
-            for column in FTS_COLUMNS:
+            text_columns = FTS_COLUMNS + ((FILE_TEXT_COLUMN,) if table is self.modules else ())
+            for column in text_columns:
                 if (column,) not in indexed:
                     stem = column == "search_text"
                     table.create_index(column, config=FTS(
@@ -615,10 +651,11 @@ class RepoTables:
         self.files.optimize(cleanup_older_than=timedelta(minutes=10))
 
     def counts(self) -> dict[str, int]:
-        docs = self.classes.count_rows("kind = 'doc'")
+        docs = self.classes.count_rows(f"kind = '{DOC_KIND}'")
         return {"methods": self.methods.count_rows(),
                 "classes": self.classes.count_rows() - docs,
                 "docs": docs,
+                "modules": self.modules.count_rows(f"kind = '{MODULE_KIND}'"),
                 "files": self.files.count_rows()}
 
 
@@ -642,10 +679,15 @@ def capped_code(code: str) -> str:
     return code[:cut + 1] if cut > 0 else code[:MAX_ROW_CODE_CHARS]
 
 
-def prepare_symbol_row(row: dict) -> dict:
+def prepare_row(row: dict) -> dict:
     """Cap the code and add the derived columns (BM25 text fields, text hash, empty references)."""
     row = _derive_text_columns({**row, "code": capped_code(row["code"])})
     row.setdefault("references", [])
     row.setdefault("reference_count", 0)
     row.setdefault("references_hash", "")
     return row
+
+
+def file_text(file_path: str, text: str) -> str:
+    """The whole-file BM25 text of a file row (`FILE_TEXT_COLUMN`)."""
+    return code_tokens(file_path + "\n" + text[:FILE_TEXT_CHARS])

@@ -36,7 +36,9 @@ from embeddings import Embedder, get_embedder
 from errors import CLI_ERRORS, CodeQAError, cli_exit
 from index_lock import IndexBusyError, RepoLock
 from index_plan import IndexPlan, plan_index, recorded_mtime
-from languages import CONSTRUCTOR_CALLS, DOC_KIND, DOC_LANGUAGES, FUNCTION_KINDS
+from languages import (CONSTRUCTOR_CALLS, DOC_KIND, DOC_LANGUAGES, FILE_KIND, HEAD_CHARS, MODULE_KIND,
+                       MODULE_ROW_ROLES, file_role, table_of)
+from module_code import chunks_with_rows, file_head
 from records import FileParse, ManifestEntry, RepoInfo, RepoStats, SymbolInfo
 from references import resolve_references
 from repo_files import RepoPathError, SourceFile, WalkReport, walk_repo
@@ -66,6 +68,7 @@ class IndexReport:
     methods: int = 0
     classes: int = 0
     docs: int = 0
+    modules: int = 0
     references: int = 0
     references_updated: int = 0
     embedded: int = 0
@@ -76,12 +79,13 @@ class IndexReport:
     syntax_errors: list[str] = field(default_factory=list)
     too_deep: Counter = field(default_factory=Counter)  # file → definitions nested beyond MAX_NESTING
     timings: dict[str, float] = field(default_factory=dict)
+    notices: list[str] = field(default_factory=list)  # for the user, printed before the summary
 
     def stats(self) -> RepoStats:
         return RepoStats(
             files_by_language=dict(self.files_by_language),
             files=sum(self.files_by_language.values()),
-            methods=self.methods, classes=self.classes, docs=self.docs,
+            methods=self.methods, classes=self.classes, docs=self.docs, modules=self.modules,
             references=self.references,
             added=self.added, changed=self.changed, deleted=self.deleted,
             unchanged=self.unchanged, embedded=self.embedded,
@@ -125,41 +129,54 @@ def _row_id(file_path: str, kind: str, qualified_name: str, start_line: int) -> 
 
 @dataclass
 class FileRows:
-    """Everything one source file contributes: rows for both tables and its manifest entry."""
+    """Everything one file contributes: its rows by table (`create_tables.ROW_TABLES`) and its
+    manifest entry."""
 
     manifest: ManifestEntry
-    methods: list[dict]
-    classes: list[dict]
+    rows: dict[str, list[dict]]
     too_deep: int = 0  # definitions nested too deep for rows of their own
 
 
-def _base_row(repo: str, file: SourceFile, **fields) -> dict:
-    row = {"repo": repo, "file_path": file.path, "language": file.language,
+def _base_row(repo: str, file: SourceFile, role: str, **fields) -> dict:
+    row = {"repo": repo, "file_path": file.path, "language": file.language, "role": role,
            "file_hash": file.sha256, "signature": "", "doc": "", "parent": None}
     row.update(fields)
     row["id"] = _row_id(file.path, row["kind"], row["qualified_name"], row["start_line"])
     return row
 
 
-def _code_rows(repo: str, file: SourceFile, parsed: ParsedFile) -> tuple[list[dict], list[dict]]:
-    methods, classes = [], []
+def _code_rows(repo: str, file: SourceFile, role: str, parsed: ParsedFile) -> list[dict]:
+    rows = []
     for d in parsed.definitions:
-        row = _base_row(repo, file, kind=d.kind, name=d.name, qualified_name=d.qualified_name,
+        row = _base_row(repo, file, role, kind=d.kind, name=d.name, qualified_name=d.qualified_name,
                         signature=d.signature, doc=d.doc, code=d.code, start_line=d.start_line,
                         end_line=d.end_line, parent=d.parent)
-        if d.kind in FUNCTION_KINDS:
-            methods.append(row)
-        else:
+        if table_of(d.kind) == "classes":
             row["method_signatures"] = list(d.method_signatures)
-            classes.append(row)
-    return methods, classes
+        rows.append(row)
+    return rows
 
 
-def _doc_rows(repo: str, file: SourceFile) -> list[dict]:
-    return [_base_row(repo, file, kind=DOC_KIND, name=s.title, qualified_name=s.qualified_name,
+def _doc_rows(repo: str, file: SourceFile, role: str) -> list[dict]:
+    return [_base_row(repo, file, role, kind=DOC_KIND, name=s.title, qualified_name=s.qualified_name,
                       code=s.text, start_line=s.start_line, end_line=s.end_line,
                       method_signatures=[])
             for s in split_sections(file.text, file.language, file.path.rsplit("/", 1)[-1])]
+
+
+def _module_rows(repo: str, file: SourceFile, role: str, parsed: ParsedFile, names: list[str]) -> list[dict]:
+    """The file row (always) and module-code rows (for a long module body) of one file."""
+    file_name = file.path.rsplit("/", 1)[-1]
+    lines = file.text.count("\n") + (not file.text.endswith("\n"))
+    whole = _base_row(repo, file, role, kind=FILE_KIND, name=file_name, qualified_name=file.path,
+                      doc=parsed.module_doc, code=file_head(parsed.module_code), start_line=1,
+                      end_line=max(1, lines), imports=list(parsed.imports), top_level_names=names,
+                      file_text=tables_mod.file_text(file.path, file.text))
+    chunks = [_base_row(repo, file, role, kind=MODULE_KIND, name=file_name, qualified_name=file.path,
+                        code=chunk.code, start_line=chunk.start_line, end_line=chunk.end_line,
+                        imports=[], top_level_names=[], file_text="")
+              for chunk in (chunks_with_rows(parsed.module_code) if role in MODULE_ROW_ROLES else ())]
+    return [whole] + chunks
 
 
 def _dedupe_ids(rows: list[dict]) -> None:
@@ -172,24 +189,30 @@ def _dedupe_ids(rows: list[dict]) -> None:
 
 def file_rows(repo: str, file: SourceFile, mtime_ns: int) -> FileRows:
     """Parse one file into rows and its manifest entry (which records `mtime_ns`)."""
+    role = file_role(file.path, file.text[:HEAD_CHARS])
     if file.language in DOC_LANGUAGES:
         parsed = ParsedFile(file.language, definitions=[], references=[], imports=[], imported_names=[],
                             has_errors=False)
-        methods, classes = [], _doc_rows(repo, file)
+        symbols = _doc_rows(repo, file, role)
+        names = list(dict.fromkeys(row["name"] for row in symbols))
     else:
         parsed = parse_source(file.text, file.language, file.path)
-        methods, classes = _code_rows(repo, file, parsed)
-    _dedupe_ids(methods + classes)
-    symbols = tuple(SymbolInfo(id=r["id"], file_path=file.path, language=file.language, kind=r["kind"],
-                               name=r["name"], qualified_name=r["qualified_name"], parent=r["parent"])
-                    for r in methods + classes if r["kind"] != DOC_KIND)
-    parse = FileParse(file.path, file.language, symbols, tuple(parsed.references), tuple(parsed.imports),
+        symbols = _code_rows(repo, file, role, parsed)
+        names = parsed.top_level_names
+    rows = symbols + _module_rows(repo, file, role, parsed, names)
+    _dedupe_ids(rows)
+    infos = tuple(SymbolInfo(id=r["id"], file_path=file.path, language=file.language, kind=r["kind"],
+                             name=r["name"], qualified_name=r["qualified_name"], parent=r["parent"])
+                  for r in symbols if r["kind"] != DOC_KIND)
+    parse = FileParse(file.path, file.language, infos, tuple(parsed.references), tuple(parsed.imports),
                       tuple(parsed.imported_names))
     manifest = ManifestEntry(file_path=file.path, sha256=file.sha256, language=file.language,
                              size=file.size, mtime_ns=mtime_ns, non_utf8=file.decoded_with_replacement,
                              has_errors=parsed.has_errors, parsed=parse.to_json())
-    return FileRows(manifest, [tables_mod.prepare_symbol_row(r) for r in methods],
-                    [tables_mod.prepare_symbol_row(r) for r in classes], parsed.too_deep)
+    by_table: dict[str, list[dict]] = {name: [] for name in tables_mod.ROW_TABLES}
+    for row in rows:
+        by_table[table_of(row["kind"])].append(tables_mod.prepare_row(row))
+    return FileRows(manifest, by_table, parsed.too_deep)
 
 
 # --- The run -----------------------------------------------------------------------------------
@@ -228,7 +251,7 @@ def _new_generation(db, name: str, root: Path, embedder: Embedder, register: boo
     repo is registered at once, a rebuilt one only when its new tables are complete."""
     info = RepoInfo(name=name, root=str(root), prefix=tables_mod.new_generation_prefix(name),
                     embedding_model=embedder.model_id, embedding_dim=embedder.dim,
-                    created_at=time.time(), indexed_at=0.0)
+                    created_at=time.time(), indexed_at=0.0, index_version=tables_mod.INDEX_VERSION)
     if register:
         tables_mod.save_repo(db, info)
     return RepoTables(db, info)
@@ -280,13 +303,14 @@ def _index_locked(root_path: Path, settings: Settings, name: str, rebuild: bool,
     with _stage(report, "walk"):
         walked = walk_repo(root_path, settings.max_file_bytes)
     embedder = get_embedder(settings)
+    if existing and not rebuild and existing.index_version != tables_mod.INDEX_VERSION:
+        report.notices.append(f"{name} was indexed by another version of CodeQA (index format "
+                              f"{existing.index_version}); re-indexing it from scratch.")
+        rebuild = True
     previous = None
     if existing and not rebuild:
         _check_model(existing, embedder)
         previous = RepoTables(db, existing)
-        if not previous.keys_declared():
-            with _stage(report, "upgrade"):
-                previous = RepoTables(db, tables_mod.upgrade_keys(db, existing))
 
     with _stage(report, "plan"):
         manifest = previous.manifest() if previous else {}
@@ -320,6 +344,7 @@ def _index_locked(root_path: Path, settings: Settings, name: str, rebuild: bool,
 
     counts = repo.counts()
     report.methods, report.classes, report.docs = counts["methods"], counts["classes"], counts["docs"]
+    report.modules = counts["modules"]
     report.timings["total"] = time.perf_counter() - started
     lock.check()
     tables_mod.save_repo(db, replace(repo.info, indexed_at=time.time(), stats=report.stats(),
@@ -356,14 +381,13 @@ def _write_files(repo: RepoTables, todo: list[SourceFile], embedder: Embedder, b
                     if rows.too_deep:
                         report.too_deep[file.path] = rows.too_deep
                     parsed.append(rows)
-            methods = [r for p in parsed for r in p.methods]
-            classes = [r for p in parsed for r in p.classes]
+            rows = {name: [r for p in parsed for r in p.rows[name]] for name in tables_mod.ROW_TABLES}
             with _stage(report, "embed"):
                 cache = repo.cached_vectors([f.path for f in batch])
-                report.embedded += tables_mod.embed_rows(methods + classes, embedder, cache)
+                report.embedded += tables_mod.embed_rows([r for t in rows.values() for r in t], embedder, cache)
             with _stage(report, "write"):
                 lock.check()
-                repo.replace_files([p.manifest for p in parsed], methods, classes)
+                repo.replace_files([p.manifest for p in parsed], rows)
             bar.update(len(batch))
     finally:
         bar.close()
@@ -411,7 +435,7 @@ def update_references(repo: RepoTables, changed: set[str] | None,
         kept = [u.to_row() for u in found[:tables_mod.MAX_STORED_REFERENCES]]
         digest = hashlib.sha1(json.dumps([len(found), kept], sort_keys=True).encode()).hexdigest() if found else ""
         if stored.get(symbol.id, digest) != digest:
-            table = "methods" if symbol.kind in FUNCTION_KINDS else "classes"
+            table = table_of(symbol.kind)
             updates[table].append({"id": symbol.id, "references": kept,
                                    "reference_count": len(found), "references_hash": digest})
     for table, rows in updates.items():
@@ -422,13 +446,15 @@ def update_references(repo: RepoTables, changed: set[str] | None,
 # --- CLI ----------------------------------------------------------------------------------------
 
 def _format_report(report: IndexReport) -> str:
-    lines = [f"Indexed {report.name} ({report.root})",
+    lines = [f"note: {notice}" for notice in report.notices]
+    lines += [f"Indexed {report.name} ({report.root})",
              f"  files: {report.added} added, {report.changed} changed, {report.deleted} deleted, "
              f"{report.unchanged} unchanged"]
     if report.files_by_language:
         langs = ", ".join(f"{lang} {n}" for lang, n in sorted(report.files_by_language.items()))
         lines.append(f"  by language: {langs}")
-    lines.append(f"  rows: {report.methods} methods, {report.classes} classes, {report.docs} doc sections; "
+    lines.append(f"  rows: {report.methods} methods, {report.classes} classes, {report.docs} doc sections, "
+                 f"{sum(report.files_by_language.values())} files, {report.modules} module-code chunks; "
                  f"{report.references} references ({report.references_updated} rows updated); "
                  f"{report.embedded} texts embedded")
     for reason, count in report.skipped.most_common():

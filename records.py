@@ -132,6 +132,7 @@ class RepoStats:
     methods: int = 0
     classes: int = 0
     docs: int = 0
+    modules: int = 0  # module-code rows (`module` kind; every file also has one `file` row)
     references: int = 0
     added: int = 0
     changed: int = 0
@@ -175,6 +176,9 @@ class RepoInfo:
     # Set while a run writes and cleared when it has resolved references: still set at the
     # start of a run means the last one was interrupted, so every reference is re-resolved.
     references_pending: bool = False
+    # The table layout (create_tables.INDEX_VERSION) the repo was written with; registry rows
+    # from before versions were kept are 1.
+    index_version: int = 1
 
     def to_row(self) -> dict[str, Any]:
         stats = self.stats.to_json()
@@ -183,7 +187,7 @@ class RepoInfo:
         return {"name": self.name, "root": self.root, "prefix": self.prefix,
                 "embedding_model": self.embedding_model, "embedding_dim": self.embedding_dim,
                 "created_at": self.created_at, "indexed_at": self.indexed_at,
-                "stats": json.dumps(stats, sort_keys=True)}
+                "stats": json.dumps(stats, sort_keys=True), "index_version": self.index_version}
 
     def summary(self) -> dict[str, Any]:
         """What the faces show of a repo (web API, MCP `list_repos`): where it is, its counts."""
@@ -198,4 +202,5 @@ class RepoInfo:
         return cls(name=row["name"], root=row["root"], prefix=row["prefix"],
                    embedding_model=row["embedding_model"], embedding_dim=row["embedding_dim"],
                    created_at=row["created_at"], indexed_at=row["indexed_at"],
-                   stats=RepoStats.from_json(stats), references_pending=bool(stats.get(_PENDING_KEY)))
+                   stats=RepoStats.from_json(stats), references_pending=bool(stats.get(_PENDING_KEY)),
+                   index_version=row.get("index_version") or 1)

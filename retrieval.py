@@ -1,7 +1,8 @@
-"""Question → ranked methods and classes → context: the search half of CodeQA.
+"""Question → ranked code (methods, classes, files and module-level code) → context: the
+search half of CodeQA.
 
     python retrieval.py search --repo NAME [--k 10] [--no-hyde] [--rerank|--no-rerank]
-                               [--lang L] [--path P] [--json] "QUESTION"
+                               [--lang L] [--path P] [--role R] [--json] "QUESTION"
     python retrieval.py search --repo NAME --json --batch questions.jsonl
     python retrieval.py context --repo NAME [--budget TOKENS] [--k 8] [--hyde] [--json] "MESSAGE"
 
@@ -38,7 +39,7 @@ from config import Settings
 from create_tables import sql_like_escape, sql_quote
 from embeddings import get_embedder
 from errors import CLI_ERRORS, CodeQAError, cli_exit, is_valid_unicode
-from languages import DOC_LANGUAGES, INDEXED_EXTENSIONS, LANGUAGES, file_role
+from languages import DOC_KIND, DOC_LANGUAGES, FILE_KIND, INDEXED_EXTENSIONS, LANGUAGES, ROLES
 from llm import LLMClient, LLMUnavailable
 
 if TYPE_CHECKING:
@@ -51,10 +52,11 @@ HOLDER_CACHE_SECONDS = 2.0  # how stale "being re-indexed" may be, to keep a loc
 EMBED_QUERY_CHARS = 1_200  # what the embedder sees of a long query: its opening (title, prose)
 MAX_KEYWORDS = 64  # BM25 terms taken from a query
 MAX_EXACT = 5  # rows an exact mention may lift to the top
+MAX_EXACT_ROWS = 50  # rows read per table to choose those from
 FTS_BOOSTS = [1.0, 2.0, 1.0]  # of create_tables.FTS_COLUMNS, in order
 SELECT = ["id", "kind", "name", "qualified_name", "file_path", "start_line", "end_line", "language",
-          "signature", "doc", "code", "parent", "references", "reference_count"]
-FIRST_PASS = 5  # methods and classes each, shown to HyDE step 2
+          "role", "signature", "doc", "code", "parent", "references", "reference_count"]
+FIRST_PASS = 5  # rows of each table, shown to HyDE step 2
 ANN_EF = 100  # HNSW search breadth where a table has a vector index (recall@30 0.99 on Django)
 # Tests restate the code they test; unless the question is about tests, they rank a bit lower.
 # Measured on the eval: file hit@5 0.741 → 0.793, MRR 0.450 → 0.486 (0.6 scored the same).
@@ -107,6 +109,8 @@ def check_options(options: "SearchOptions") -> None:
         raise QueryError(f"path must be a folder or file path of the repo, at most {MAX_PATH_PREFIX:,} characters.")
     if options.mode not in {"hybrid", "vector", "bm25"}:
         raise QueryError(f"Unknown search mode {options.mode!r}.")
+    if options.role is not None and (not isinstance(options.role, str) or options.role.lower() not in ROLES):
+        raise QueryError(f"role must be one of {', '.join(ROLES)}.")
 
 
 @dataclass
@@ -116,6 +120,7 @@ class SearchOptions:
     rerank: bool | None = None  # None: the CODEQA_RERANK setting
     language: str | None = None
     path_prefix: str | None = None
+    role: str | None = None  # only files of this role (languages.ROLES)
     mode: str = "hybrid"  # hybrid | vector | bm25
     pool: int | None = None  # candidates per table before rerank; default 3 × k
     fusion: str = "rrf"  # rrf | linear
@@ -126,7 +131,7 @@ class SearchOptions:
 
 @dataclass
 class Hit:
-    """One retrieved method, class or docs section."""
+    """One retrieved row: a definition, a docs section, a file or a chunk of module-level code."""
 
     id: str
     table: str
@@ -145,13 +150,15 @@ class Hit:
     reference_count: int
     score: float
     exact: bool = False
+    role: str = "source"  # of its file (languages.ROLES), as stored with the row
 
     def to_json(self) -> dict:
         return {
             "id": self.id, "kind": self.kind, "name": self.name, "qualified_name": self.qualified_name,
             "signature": self.signature,
             "file_path": self.file_path, "start_line": self.start_line, "end_line": self.end_line,
-            "language": self.language, "score": round(self.score, 6), "exact_match": self.exact,
+            "language": self.language, "role": self.role, "score": round(self.score, 6),
+            "exact_match": self.exact,
             "reference_count": self.reference_count,
             "references": [{k: r[k] for k in ("file_path", "line", "column", "text")} for r in self.references],
         }
@@ -249,6 +256,8 @@ def _where(options: SearchOptions) -> str | None:
     if options.path_prefix:
         prefix = options.path_prefix.strip().lstrip("./")
         clauses.append(f"file_path LIKE {sql_quote(sql_like_escape(prefix) + '%')}")
+    if options.role:
+        clauses.append(f"role = {sql_quote(options.role.lower())}")
     return " AND ".join(clauses) or None
 
 
@@ -315,6 +324,7 @@ class Retriever:
     def _searchable(self, repo_name: str) -> tuple[create_tables.RepoInfo, list[str]]:
         """The repo's registry row if its index can be searched, and what to tell the user about it."""
         repo = create_tables.get_repo(self.db, repo_name)
+        create_tables.check_layout(repo)
         if repo.embedding_model != self.embedder.model_id:
             raise create_tables.ModelMismatchError(
                 f"Repo {repo.name!r} was indexed with {repo.embedding_model}, but the configured "
@@ -401,12 +411,12 @@ class Retriever:
 
     def _hybrid(self, repo, query: ParsedQuery, options: SearchOptions, limit: int,
                 stages: _Stages) -> list[Hit]:
-        """Search both tables; return candidates best first, methods and classes interleaved."""
+        """Search every row table; return candidates best first, the tables' rows interleaved."""
         with stages.time("embed"):
             vector = self.embedder.embed([query.semantic])[0] if options.mode != "bm25" else None
         where = _where(options)
-        tables = {kind: self._table(repo, kind) for kind in ("methods", "classes")}
-        # LanceDB releases the GIL: the two tables are searched at the same time.
+        tables = {kind: self._table(repo, kind) for kind in create_tables.ROW_TABLES}
+        # LanceDB releases the GIL: the tables are searched at the same time.
         found = self._pool.map(lambda kind: self._query(tables[kind], vector, query.keywords, options, where, limit),
                                tables)
         hits = [_hit(row, kind) for kind, rows in zip(tables, found) for row in rows]
@@ -479,7 +489,7 @@ class Retriever:
         if not parsed.symbols and not parsed.files:
             return hits
         exact: list[Hit] = []
-        for kind in ("methods", "classes"):
+        for kind in create_tables.ROW_TABLES:
             exact += [_hit(row, kind) for row in self._exact_rows(repo, kind, parsed, options)]
         ranked = {h.id: i for i, h in enumerate(hits)}
         order = {name: i for i, name in enumerate(parsed.symbols + parsed.files)}
@@ -499,30 +509,28 @@ class Retriever:
         return lifted + [h for h in hits if h.id not in lifted_ids]
 
     def _exact_rows(self, repo, kind: str, parsed: ParsedQuery, options: SearchOptions) -> list[dict]:
-        clauses = []
-        if parsed.symbols:
+        """Rows of one table that the question names: definitions by name from the definition
+        tables, and each named file as its `file` row (the whole file) from the modules table."""
+        if kind == "modules":
+            clauses = [f"file_path = {sql_quote(path)} OR file_path LIKE {sql_quote('%/' + sql_like_escape(path))}"
+                       for path in parsed.files]
+            where = f"kind = '{FILE_KIND}' AND ({' OR '.join(clauses)})" if clauses else ""
+        elif parsed.symbols:
             names = ", ".join(sql_quote(s) for s in parsed.symbols)
             last = ", ".join(sql_quote(s.rsplit(".", 1)[-1]) for s in parsed.symbols if "." in s)
-            clauses.append(f"qualified_name IN ({names})")
-            clauses.append(f"name IN ({names})")
-            if last:
-                clauses.append(f"(name IN ({last}) AND kind != 'doc')")
-        for path in parsed.files:
-            clauses.append(f"file_path = {sql_quote(path)}")
-            clauses.append(f"file_path LIKE {sql_quote('%/' + sql_like_escape(path))}")
-        where = "(" + " OR ".join(clauses) + ")"
+            where = f"(qualified_name IN ({names}) OR name IN ({names})"
+            where += f" OR (name IN ({last}) AND kind != '{DOC_KIND}'))" if last else ")"
+        else:
+            where = ""
+        if not where:
+            return []
         extra = _where(options)
         if extra:
             where += f" AND {extra}"
-        table = self._table(repo, kind)
-        rows = table.search().where(where).select(SELECT).limit(50).to_list()
-        symbol_rows = [r for r in rows if any(_row_names(r, s) for s in parsed.symbols)]
-        file_rows = [r for r in rows if r not in symbol_rows]
-        # A named file contributes its largest definition rather than all of its rows.
-        file_rows.sort(key=lambda r: -(r["end_line"] - r["start_line"]))
+        rows = self._table(repo, kind).search().where(where).select(SELECT).limit(MAX_EXACT_ROWS).to_list()
         for row in rows:
             row["_score_value"] = 0.0
-        return symbol_rows + file_rows[:1]
+        return rows
 
 
 def _row_names(row: dict, name: str) -> bool:
@@ -540,18 +548,48 @@ def _hit(row: dict, table: str) -> Hit:
     return Hit(id=row["id"], table=table, kind=row["kind"], name=row["name"],
                qualified_name=row["qualified_name"], file_path=row["file_path"],
                start_line=row["start_line"], end_line=row["end_line"], language=row["language"],
-               signature=row["signature"] or "", doc=row["doc"] or "", code=row["code"] or "",
+               role=row["role"], signature=row["signature"] or "", doc=row["doc"] or "", code=row["code"] or "",
                parent=row["parent"], references=list(row["references"] or []),
                reference_count=row["reference_count"] or 0, score=row["_score_value"])
 
 
 def _rank(hits: list[Hit], about_tests: bool) -> list[Hit]:
-    """Best first; test files count a little less unless the question is about tests."""
+    """Best first; test files count a little less unless the question is about tests, and a
+    file row gives its place to a definition of its own file."""
     if not about_tests:
         for hit in hits:
-            if file_role(hit.file_path) == "test":
+            if hit.role == "test":
                 hit.score *= TEST_FILE_WEIGHT
-    return sorted(hits, key=lambda h: -h.score)
+    return _files_yield_to_their_definitions(sorted(hits, key=lambda h: -h.score))
+
+
+def _files_yield_to_their_definitions(ranked: list[Hit]) -> list[Hit]:
+    """A file row ranked above a definition of its own file gives its place to that definition.
+
+    The file matched as a whole and its definition is the more precise answer (the context
+    shows the definition in its file anyway): the best such definition moves up to the file
+    row's place and score, and the file row goes to the end of the pool. A file with no
+    definition in the pool keeps its row where it ranked, so a file that only its file row
+    finds stays found."""
+    out = list(ranked)
+    demoted: list[Hit] = []
+    at = 0
+    while at < len(out):
+        hit = out[at]
+        below = next((j for j in range(at + 1, len(out)) if out[j].file_path == hit.file_path
+                      and out[j].table != "modules"), None) if hit.kind == FILE_KIND else None
+        if below is None:
+            at += 1
+            continue
+        definition = out.pop(below)
+        definition.score = hit.score
+        out[at] = definition
+        demoted.append(hit)
+        at += 1
+    floor = min((h.score for h in out), default=0.0)
+    for hit in demoted:
+        hit.score = floor
+    return out + demoted
 
 
 def _with_question(generated: ParsedQuery, question: ParsedQuery) -> ParsedQuery:
@@ -611,6 +649,7 @@ def build_parser(prog: str = "retrieval.py") -> argparse.ArgumentParser:
     rerank.add_argument("--no-rerank", dest="rerank", action="store_false")
     search.add_argument("--lang", help="only this language (python, java, ...)")
     search.add_argument("--path", help="only files under this path prefix")
+    search.add_argument("--role", choices=ROLES, help="only files of this role (source, test, ...)")
     search.add_argument("--mode", choices=["hybrid", "vector", "bm25"], default="hybrid")
     search.add_argument("--pool", type=int, help="candidates per table before rerank (default 3 × k)")
     search.add_argument("--json", action="store_true", help="one JSON object per query")
@@ -681,7 +720,7 @@ def main(argv: list[str] | None = None, prog: str = "retrieval.py") -> int:
 def _search_main(args: argparse.Namespace, services: Services) -> None:
     """`retrieval.py search`: one question, or a JSONL batch (a bad query there is one error line)."""
     options = SearchOptions(k=args.k, hyde=not args.no_hyde, rerank=args.rerank, language=args.lang,
-                            path_prefix=args.path, mode=args.mode, pool=args.pool)
+                            path_prefix=args.path, role=args.role, mode=args.mode, pool=args.pool)
     check_options(options)  # once, not once per query of a batch
     queries = _batch(args.batch) if args.batch else [(None, args.query)]
     for query_id, query in queries:

@@ -72,7 +72,7 @@ def test_page_sets_a_signed_session_and_a_strict_csp(client):
 def test_repos_and_status(client):
     repos = client.get("/api/repos").get_json()["repos"]
     sample = next(r for r in repos if r["name"] == "sample")
-    assert sample["methods"] > 0 and sample["languages"]["python"] == 6
+    assert sample["methods"] > 0 and sample["languages"]["python"] == 7
     status = client.get("/api/status").get_json()
     assert status["llm"]["available"] is True and status["redis"]["ok"] is True
     assert set(status["rerank"]) == {"available", "reason"}

@@ -7,6 +7,7 @@ import pytest
 
 import create_tables
 from conftest import SAMPLE_REPO
+from languages import file_role
 from preprocessing import index_repo, resolve_repo_name
 
 pytestmark = pytest.mark.integration
@@ -41,7 +42,9 @@ def sample(indexed_sample):
     settings, report = indexed_sample
     return {"settings": settings, "report": report,
             "methods": table_rows(settings, "sample", "methods"),
-            "classes": table_rows(settings, "sample", "classes")}
+            "classes": table_rows(settings, "sample", "classes"),
+            "modules": table_rows(settings, "sample", "modules"),
+            "files": table_rows(settings, "sample", "files")}
 
 
 def test_report_counts_every_language_and_kind(sample):
@@ -52,6 +55,7 @@ def test_report_counts_every_language_and_kind(sample):
     assert report.methods == len(sample["methods"])
     assert report.classes + report.docs == len(sample["classes"])
     assert report.docs == sum(1 for r in sample["classes"] if r["kind"] == "doc")
+    assert report.modules == sum(1 for r in sample["modules"] if r["kind"] == "module") >= 1
     assert report.embedded > 0 and report.references > 0
     assert {"walk", "parse", "embed", "write", "references", "optimize", "total"} <= set(report.timings)
 
@@ -195,3 +199,95 @@ def test_large_tables_get_a_vector_index_that_search_uses(settings, sample_copy,
     result = Retriever(settings).search("ann", "read products from CSV text",
                                         SearchOptions(k=5, hyde=False, mode="vector"))
     assert ("shop/csv_parser.py", "Parser.parse") in [(h.file_path, h.qualified_name) for h in result.results]
+
+
+# --- Whole-file coverage: file rows, module-level code, new kinds, roles ------------------------------
+
+
+def test_every_indexed_file_has_a_file_row_and_every_source_file_a_row(sample):
+    indexed = {r["file_path"]: r["language"] for r in sample["files"]}
+    file_rows = [r for r in sample["modules"] if r["kind"] == "file"]
+    assert sorted(r["file_path"] for r in file_rows) == sorted(indexed)  # one each, no more
+    with_rows = {r["file_path"] for table in ("methods", "classes", "modules") for r in sample[table]}
+    assert with_rows == set(indexed)
+    # The shapes that used to have no row at all: macro-only, constants-only, one object literal,
+    # an empty package marker.
+    assert {"rust/src/macros/restock.rs", "web/js/constants.js", "web/js/locale/de.js",
+            "shop/__init__.py"} <= {r["file_path"] for r in file_rows}
+
+
+def test_file_rows_hold_doc_imports_names_and_the_whole_file_for_bm25(sample):
+    de = one(sample["modules"], "web/js/locale/de.js", "web/js/locale/de.js", kind="file")
+    lines = (SAMPLE_REPO / "web/js/locale/de.js").read_text().splitlines()
+    assert (de["name"], de["start_line"], de["end_line"]) == ("de.js", 1, len(lines))
+    assert de["doc"] == "German (de) locale for prices and dates."
+    assert de["imports"] == ["../cart"] and de["top_level_names"] == ["locale.ordinal"]
+    assert de["code"].startswith("import { registerLocale } from '../cart'")
+    assert "dezember" in de["file_text"].split() and "registerlocale" in de["file_text"].split()
+    assert len(de["vector"]) == 384 and de["role"] == "source"
+    chunks = sorted((r for r in sample["modules"] if r["file_path"] == "web/js/locale/de.js"
+                     and r["kind"] == "module"), key=lambda r: r["start_line"])
+    assert len(chunks) >= 2
+    for chunk in chunks:
+        assert chunk["code"] == "\n".join(lines[chunk["start_line"] - 1:chunk["end_line"]])
+        assert chunk["file_text"] == "" and len(chunk["vector"]) == 384
+    readme = one(sample["modules"], "README.md", "README.md", kind="file")
+    assert readme["role"] == "docs" and "Sample Shop" in readme["top_level_names"]
+    assert "multi" in readme["file_text"].split()
+
+
+def test_new_kinds_land_in_their_tables_with_their_uses(sample):
+    restock = one(sample["methods"], "rust/src/macros/restock.rs", "restock")
+    assert restock["kind"] == "macro"
+    assert ("rust/src/stock.rs", 46, "call", "unique") in uses(restock)
+    to_cents = one(sample["methods"], "c/money.h", "TO_CENTS")
+    assert ("c/money.c", 6, "call", "unique") in uses(to_cents)
+    assert one(sample["methods"], "web/js/plugin/discount.js", "proto.applyCoupon")["kind"] == "method"
+    assert one(sample["methods"], "go/inventory/checks.go", "hasPrefix")["kind"] == "function"
+    for path, name, kind in [("web/js/constants.js", "SKU_PATTERN", "constant"),
+                             ("shop/settings.py", "__all__", "constant"),
+                             ("go/inventory/checks.go", "checks", "variable")]:
+        assert one(sample["classes"], path, name)["kind"] == kind
+
+
+def test_every_row_carries_its_files_role(sample):
+    rows = sample["methods"] + sample["classes"] + sample["modules"]
+    assert all(r["role"] == file_role(r["file_path"]) for r in rows)
+    assert {r["role"] for r in rows} >= {"source", "docs"}
+
+
+def test_generated_files_are_known_by_their_header(settings, tmp_path):
+    root = tmp_path / "gen"
+    root.mkdir()
+    (root / "api.go").write_text("// Code generated by protoc-gen-go. DO NOT EDIT.\n\npackage api\n\nfunc Get() {}\n")
+    (root / "main.go").write_text("package main\n\nfunc main() {}\n")
+    index_repo(root, settings, progress=False)
+    roles = {(r["file_path"], r["kind"]): r["role"] for table in ("methods", "modules")
+             for r in table_rows(settings, "gen", table)}
+    assert roles == {("api.go", "function"): "generated", ("api.go", "file"): "generated",
+                     ("main.go", "function"): "source", ("main.go", "file"): "source"}
+
+
+def test_an_index_of_an_older_layout_is_refused_by_search_and_rebuilt_with_a_notice(settings, tmp_path):
+    from preprocessing import _format_report
+    from retrieval import Retriever, SearchOptions
+
+    root = tmp_path / "old"
+    root.mkdir()
+    (root / "m.py").write_text("def alpha():\n    return 1\n")
+    index_repo(root, settings, progress=False)
+    db = create_tables.connect(settings)
+    # The registry as the first layout wrote it: no index_version column at all.
+    registry = db.open_table(create_tables.REGISTRY_TABLE).to_arrow().drop_columns(["index_version"])
+    db.drop_table(create_tables.REGISTRY_TABLE)
+    db.create_table(create_tables.REGISTRY_TABLE, data=registry)
+    assert create_tables.get_repo(db, "old").index_version == 1
+    with pytest.raises(create_tables.StaleIndexError, match="re-index"):
+        Retriever(settings).search("old", "alpha", SearchOptions(k=3, hyde=False))
+
+    report = index_repo(root, settings, progress=False)
+    assert report.added == 1 and report.notices == [
+        "old was indexed by another version of CodeQA (index format 1); re-indexing it from scratch."]
+    assert _format_report(report).startswith("note: old was indexed by another version")
+    assert create_tables.get_repo(db, "old").index_version == create_tables.INDEX_VERSION
+    assert Retriever(settings).search("old", "alpha", SearchOptions(k=3, hyde=False)).results

@@ -53,16 +53,16 @@ from records import ManifestEntry, RepoInfo
 db_dir, start = sys.argv[1], float(sys.argv[2])
 db = lancedb.connect(db_dir)
 tables = create_tables.RepoTables(db, create_tables.get_repo(db, "tiny"))
-rows = [create_tables.prepare_symbol_row({
+rows = [create_tables.prepare_row({
     "id": f"{path}-{i}", "repo": "tiny", "file_path": path, "language": "python", "kind": "function",
     "name": f"f{i}", "qualified_name": f"f{i}", "signature": "", "doc": "", "code": "pass",
-    "start_line": i, "end_line": i, "parent": None, "file_hash": "h", "vector": [0.5] * 4})
+    "start_line": i, "end_line": i, "parent": None, "file_hash": "h", "role": "source", "vector": [0.5] * 4})
     for path in ("a.py", "b.py") for i in range(25)]
 entries = [ManifestEntry(file_path=p, sha256="h", language="python", size=1, mtime_ns=0,
                          non_utf8=False, has_errors=False, parsed="{}") for p in ("a.py", "b.py")]
 while time.time() < start:
     time.sleep(0.001)
-tables.replace_files(entries, rows, [])
+tables.replace_files(entries, {"methods": rows})
 print("ok")
 """
 
@@ -223,31 +223,38 @@ def test_rebuild_and_remove_respect_the_lock(tmp_path, sample_copy):
     assert json.loads(json.dumps(stored_ids(data)["files"]))  # still indexed and readable
 
 
-def test_tables_written_before_keys_were_declared_are_copied_into_a_keyed_generation(settings, sample_copy):
+def test_an_index_of_an_earlier_layout_is_rebuilt_into_a_keyed_generation(settings, sample_copy):
+    """Tables an earlier version wrote (no declared keys, no layout version in the registry) are
+    replaced by a new generation with keys: same rows, old tables dropped."""
     from preprocessing import index_repo
 
     index_repo(sample_copy, settings, name="old", progress=False)
     db = create_tables.connect(settings)
     info = create_tables.get_repo(db, "old")
     names = [create_tables.table_name(info, kind) for kind in create_tables.TABLE_KINDS]
+    before = stored_rows(db, info)
     for name in [*names, create_tables.REGISTRY_TABLE]:  # as an earlier version wrote them: no keys
         data = db.open_table(name).to_arrow()
+        if name == create_tables.REGISTRY_TABLE:
+            data = data.drop_columns(["index_version"])
         db.create_table(name, data=data.cast(pa.schema([pa.field(f.name, f.type) for f in data.schema])),
                         mode="overwrite")
-    assert not create_tables.RepoTables(db, info).keys_declared()
-    before = stored_rows(db, info)
+    assert create_tables.get_repo(db, "old").index_version == 1
 
     report = index_repo(sample_copy, settings, name="old", progress=False)
-    upgraded = create_tables.get_repo(db, "old")
-    assert upgraded.prefix != info.prefix and report.embedded == 0 and "upgrade" in report.timings
-    assert create_tables.RepoTables(db, upgraded).keys_declared()
+    rebuilt = create_tables.get_repo(db, "old")
+    assert rebuilt.prefix != info.prefix and rebuilt.index_version == create_tables.INDEX_VERSION
+    assert any("re-indexing it from scratch" in notice for notice in report.notices)
+    for kind, key in (("methods", "id"), ("classes", "id"), ("modules", "id"), ("files", "file_path")):
+        assert create_tables.has_primary_key(create_tables.open_table(db, rebuilt, kind), key)
     assert create_tables.has_primary_key(db.open_table(create_tables.REGISTRY_TABLE), "name")
-    assert stored_rows(db, upgraded) == before
+    assert stored_rows(db, rebuilt) == before
     assert create_tables.repo_table_names(db, "old").isdisjoint(names)
 
 
 def stored_rows(db, info: RepoInfo) -> dict[str, list]:
     return {kind: sorted(create_tables.open_table(db, info, kind).to_arrow().drop_columns(["vector"]).to_pylist()
-                         if kind != "files" else create_tables.open_table(db, info, kind).to_arrow().to_pylist(),
+                         if kind != "files" else create_tables.open_table(db, info, kind).to_arrow()
+                         .drop_columns(["mtime_ns"]).to_pylist(),
                          key=lambda row: row.get("id") or row["file_path"])
             for kind in create_tables.TABLE_KINDS}

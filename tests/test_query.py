@@ -5,17 +5,19 @@ from __future__ import annotations
 import pytest
 
 import retrieval
+from languages import file_role
 from create_tables import code_tokens, identifier_parts, path_tokens, table_prefix
 from retrieval import EMBED_QUERY_CHARS, MAX_KEYWORDS, TEST_FILE_WEIGHT, Hit, SearchOptions, parse_query
 
 pytestmark = pytest.mark.unit
 
 
-def hit(file_path: str, score: float, name: str = "f", qualified_name: str | None = None) -> Hit:
+def hit(file_path: str, score: float, name: str = "f", qualified_name: str | None = None,
+        role: str | None = None) -> Hit:
     return Hit(id=f"{file_path}:{name}", table="methods", kind="function", name=name,
                qualified_name=qualified_name or name, file_path=file_path, start_line=1, end_line=2,
                language="python", signature="", doc="", code="", parent=None, references=[],
-               reference_count=0, score=score)
+               reference_count=0, score=score, role=role or file_role(file_path))
 
 
 # --- parse_query ---------------------------------------------------------------------------------
@@ -74,6 +76,13 @@ def test_test_files_rank_lower_unless_the_question_is_about_tests() -> None:
     assert [h.score for h in kept] == [1.0, 0.95, 0.9]
 
 
+def test_ranking_reads_the_role_stored_with_the_row_not_the_path() -> None:
+    ranked = retrieval._rank([hit("src/cart.py", 1.0, role="test"), hit("tests/cart.py", 0.9, role="source")],
+                             about_tests=False)
+    assert [(h.file_path, h.score) for h in ranked] == [("tests/cart.py", 0.9),
+                                                         ("src/cart.py", pytest.approx(TEST_FILE_WEIGHT))]
+
+
 def test_generated_questions_keep_the_questions_own_names() -> None:
     question = parse_query("why is `Cart.total` wrong in shop/models.py")
     merged = retrieval._with_question(parse_query("def total(self): return sum(line_total())"), question)
@@ -122,3 +131,19 @@ def test_table_prefixes_are_safe_and_distinct() -> None:
     assert table_prefix("my repo!") != table_prefix("my repo?")
     assert table_prefix("my repo!").startswith("r_my_repo_")
     assert table_prefix("///").startswith("r_repo_")
+
+
+def test_a_file_row_gives_its_place_to_a_definition_of_its_own_file() -> None:
+    def row(path: str, score: float, kind: str, name: str) -> Hit:
+        found = hit(path, score, name=name)
+        found.kind, found.table = kind, {"file": "modules", "module": "modules"}.get(kind, "methods")
+        return found
+
+    ranked = retrieval._rank([row("a.py", 0.9, "file", "a.py"), row("b.py", 0.8, "function", "g"),
+                              row("a.py", 0.7, "function", "f"), row("c.js", 0.6, "file", "c.js"),
+                              row("c.js", 0.5, "module", "c.js")], about_tests=False)
+    assert [(h.file_path, h.name, h.score) for h in ranked] == [
+        ("a.py", "f", 0.9), ("b.py", "g", 0.8),  # a.py's definition takes its file row's place
+        ("c.js", "c.js", 0.6), ("c.js", "c.js", 0.5),  # a file with no definition found keeps its row
+        ("a.py", "a.py", 0.5)]  # and a.py's file row goes to the end of the pool
+    assert [h.kind for h in ranked[2:]] == ["file", "module", "file"]

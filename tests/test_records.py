@@ -58,10 +58,11 @@ def test_manifest_entry_rows_and_stat_checks() -> None:
 def test_repo_info_round_trips_with_its_pending_flag() -> None:
     stats = RepoStats(files_by_language={"python": 6, "go": 2}, files=8, methods=83, classes=43, docs=6,
                       references=148, skipped={"unsupported": 1}, timings={"total": 1.5})
-    info = RepoInfo("sample", "/r", "r_sample_1", "local:m", 384, 1.0, 2.0, stats, references_pending=True)
+    info = RepoInfo("sample", "/r", "r_sample_1", "local:m", 384, 1.0, 2.0, stats, references_pending=True,
+                    index_version=2)
     row = info.to_row()
     assert set(row) == {"name", "root", "prefix", "embedding_model", "embedding_dim", "created_at",
-                        "indexed_at", "stats"}
+                        "indexed_at", "stats", "index_version"}
     assert RepoInfo.from_row(row) == info
     assert "references_pending" not in RepoInfo("s", "/r", "p", "m", 1, 0.0, 0.0).to_row()["stats"]
 
@@ -75,3 +76,4 @@ def test_registry_rows_of_earlier_versions_still_read() -> None:
     assert info.references_pending and info.stats.files == 3 and info.stats.methods == 5
     assert info.stats.files_by_language == {"python": 3} and info.stats.docs == 0
     assert RepoInfo.from_row({**row, "stats": None}).stats == RepoStats()
+    assert info.index_version == 1  # written before layouts were versioned

@@ -47,7 +47,7 @@ def test_plain_search_finds_the_code_and_reports_its_stages(retriever):
     assert result.rerank == {"used": False, "reason": "switched off"}
     scores = [h.score for h in result.results]
     assert scores == sorted(scores, reverse=True)
-    assert {h.table for h in result.results} == {"methods", "classes"}
+    assert {"methods", "classes"} <= {h.table for h in result.results} <= {"methods", "classes", "modules"}
 
 
 def test_json_shape(retriever):
@@ -86,6 +86,48 @@ def test_exact_mentions_come_out_on_top(retriever, query, expected):
     assert first.exact and first.file_path == expected[0]
     if expected[1]:
         assert first.qualified_name == expected[1]
+
+
+@pytest.fixture(scope="module")
+def searcher(indexed_sample):
+    """Search without an LLM (no HyDE): what these tests look at doesn't need one."""
+    settings, _ = indexed_sample
+    return Retriever(settings)
+
+
+@pytest.mark.parametrize("query, path", [
+    ("macro that restocks several shelves in bulk", "rust/src/macros/restock.rs"),
+    ("what is the free shipping threshold?", "web/js/constants.js"),
+    ("German weekday and month names Januar Februar", "web/js/locale/de.js"),
+    ("relative time texts like vor %s and in %s", "web/js/locale/de.js"),
+    ("applying a coupon code gives a discounted cart total", "web/js/plugin/discount.js"),
+    ("split a SKU text into its prefix and number", "web/js/sku.js"),
+    ("convert whole units to cents and clamp the value", "c/money.h"),
+    ("check that a SKU has a three-letter prefix", "go/inventory/checks.go"),
+    ("payment provider settings read from SHOP_ environment variables", "shop/settings.py"),
+])
+def test_code_outside_functions_and_classes_is_found(searcher, query, path):
+    result = searcher.search("sample", query, SearchOptions(k=3, hyde=False))
+    assert path in [h.file_path for h in result.results], names(result)
+
+
+def test_files_and_module_code_come_back_as_hits(searcher):
+    result = searcher.search("sample", "German locale texts Warenkorb Gesamtsumme Versand",
+                             SearchOptions(k=5, hyde=False))
+    hit = next(h for h in result.results if h.table == "modules")
+    assert hit.file_path == "web/js/locale/de.js" and hit.kind in {"file", "module"} and hit.role == "source"
+    data = hit.to_json()
+    assert data["kind"] == hit.kind and data["qualified_name"] == "web/js/locale/de.js" and data["role"] == "source"
+    named = searcher.search("sample", "what does web/js/locale/de.js export?", SearchOptions(k=5, hyde=False))
+    first = named.results[0]
+    assert first.exact and (first.kind, first.file_path, first.start_line) == ("file", "web/js/locale/de.js", 1)
+
+
+def test_role_is_a_filter(searcher):
+    docs = searcher.search("sample", "how is the shop laid out", SearchOptions(k=8, hyde=False, role="docs"))
+    assert docs.results and {h.role for h in docs.results} == {"docs"}
+    with pytest.raises(QueryError, match="Unknown role"):
+        searcher.search("sample", "cart", SearchOptions(k=3, hyde=False, role="tests"))
 
 
 def test_filters(retriever):
