@@ -165,7 +165,12 @@ def _doc_rows(repo: str, file: SourceFile, role: str) -> list[dict]:
 
 
 def _module_rows(repo: str, file: SourceFile, role: str, parsed: ParsedFile, names: list[str]) -> list[dict]:
-    """The file row (always) and module-code rows (for a long module body) of one file."""
+    """The file row and module-code rows (for a long module body) of one file.
+
+    An empty file (a package's `__init__.py`) has nothing to be found by: no row. Given one,
+    its vector would be its path alone, which ranks near anything in a small repo."""
+    if not file.text.strip():
+        return []
     file_name = file.path.rsplit("/", 1)[-1]
     lines = file.text.count("\n") + (not file.text.endswith("\n"))
     whole = _base_row(repo, file, role, kind=FILE_KIND, name=file_name, qualified_name=file.path,

@@ -25,7 +25,7 @@ from typing import Iterable
 import create_tables
 from chat_commands import Command, CommandError, Location
 from create_tables import sql_in, sql_like_escape, sql_quote
-from languages import CONSTRUCTOR_CALLS, DOC_KIND, file_role, language_for
+from languages import CONSTRUCTOR_CALLS, DOC_KIND, VALUE_KINDS, file_role, language_for
 from packing import Definition, FileText, Span
 from records import FileParse, RepoInfo, SymbolInfo
 from references import resolve_references
@@ -132,10 +132,12 @@ class CommandResolver:
     def file(self, repo: RepoInfo, path: str) -> FileText:
         """One indexed file: its lines from disk, its definitions from the index.
 
+        The definitions are the file's outline: functions, classes and the like, not its
+        one-line constants and variables (module-level code that a skeleton would crowd with).
         Raises FileNotIndexedError / FileChangedError / InvalidPathError (from the one gate to the
         disk) or OSError."""
         lines = create_tables.read_indexed_file(self.db, repo, path).splitlines()
-        where = f"file_path = {sql_quote(path)}"
+        where = f"file_path = {sql_quote(path)} AND NOT {sql_in('kind', sorted(VALUE_KINDS))}"
         columns = ["kind", "qualified_name", "signature", "start_line", "end_line", "language"]
         rows = [r for kind in ("methods", "classes")
                 for r in self._table(repo, kind).search().where(where).select(columns).limit(None).to_list()]

@@ -564,28 +564,35 @@ def _rank(hits: list[Hit], about_tests: bool) -> list[Hit]:
 
 
 def _files_yield_to_their_definitions(ranked: list[Hit]) -> list[Hit]:
-    """A file row ranked above a definition of its own file gives its place to that definition.
+    """A file row gives way to the definitions of its own file found in the same pool.
 
     The file matched as a whole and its definition is the more precise answer (the context
-    shows the definition in its file anyway): the best such definition moves up to the file
-    row's place and score, and the file row goes to the end of the pool. A file with no
-    definition in the pool keeps its row where it ranked, so a file that only its file row
-    finds stays found."""
+    shows a definition inside its file anyway). A file row ranked above its file's best
+    definition hands it its place and score; a file row ranked below one is redundant. Either
+    way the file row goes to the end of the pool. A file with no definition in the pool keeps
+    its row where it ranked, so a file that only its file row finds stays found."""
     out = list(ranked)
     demoted: list[Hit] = []
+    shown: set[str] = set()  # files with a definition at or above the current place
     at = 0
     while at < len(out):
         hit = out[at]
-        below = next((j for j in range(at + 1, len(out)) if out[j].file_path == hit.file_path
-                      and out[j].table != "modules"), None) if hit.kind == FILE_KIND else None
-        if below is None:
+        if hit.kind != FILE_KIND:
+            if hit.table != "modules":
+                shown.add(hit.file_path)
             at += 1
             continue
-        definition = out.pop(below)
-        definition.score = hit.score
-        out[at] = definition
-        demoted.append(hit)
-        at += 1
+        below = None if hit.file_path in shown else next(
+            (j for j in range(at + 1, len(out)) if out[j].file_path == hit.file_path and out[j].table != "modules"),
+            None)
+        if hit.file_path not in shown and below is None:
+            at += 1
+            continue
+        demoted.append(out.pop(at))
+        if below is not None:
+            definition = out.pop(below - 1)
+            definition.score = hit.score
+            out.insert(at, definition)
     floor = min((h.score for h in out), default=0.0)
     for hit in demoted:
         hit.score = floor

@@ -26,7 +26,7 @@ def snapshot(settings, repo: str) -> dict[str, dict[str, dict]]:
     db = create_tables.connect(settings)
     info = create_tables.get_repo(db, repo)
     out = {}
-    for kind in ("methods", "classes"):
+    for kind in create_tables.ROW_TABLES:
         rows = create_tables.open_table(db, info, kind).to_arrow().to_pylist()
         out[kind] = {r["id"]: r for r in rows}
         assert len(out[kind]) == len(rows), "duplicate row ids"
@@ -34,7 +34,7 @@ def snapshot(settings, repo: str) -> dict[str, dict[str, dict]]:
 
 
 def assert_same_rows(left: dict, right: dict) -> None:
-    for kind in ("methods", "classes"):
+    for kind in create_tables.ROW_TABLES:
         assert left[kind].keys() == right[kind].keys()
         for row_id, row in left[kind].items():
             other = right[kind][row_id]

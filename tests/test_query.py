@@ -140,10 +140,11 @@ def test_a_file_row_gives_its_place_to_a_definition_of_its_own_file() -> None:
         return found
 
     ranked = retrieval._rank([row("a.py", 0.9, "file", "a.py"), row("b.py", 0.8, "function", "g"),
-                              row("a.py", 0.7, "function", "f"), row("c.js", 0.6, "file", "c.js"),
-                              row("c.js", 0.5, "module", "c.js")], about_tests=False)
+                              row("b.py", 0.75, "file", "b.py"), row("a.py", 0.7, "function", "f"),
+                              row("c.js", 0.6, "file", "c.js"), row("c.js", 0.5, "module", "c.js")],
+                             about_tests=False)
     assert [(h.file_path, h.name, h.score) for h in ranked] == [
         ("a.py", "f", 0.9), ("b.py", "g", 0.8),  # a.py's definition takes its file row's place
-        ("c.js", "c.js", 0.6), ("c.js", "c.js", 0.5),  # a file with no definition found keeps its row
-        ("a.py", "a.py", 0.5)]  # and a.py's file row goes to the end of the pool
-    assert [h.kind for h in ranked[2:]] == ["file", "module", "file"]
+        ("c.js", "c.js", 0.6), ("c.js", "c.js", 0.5),  # a file with no definition found keeps its rows
+        ("a.py", "a.py", 0.5), ("b.py", "b.py", 0.5)]  # redundant file rows go to the end of the pool
+    assert [h.kind for h in ranked[2:]] == ["file", "module", "file", "file"]

@@ -709,7 +709,7 @@ def test_js_constants_file() -> None:
     parsed = parse("web/js/constants.js")
     assert table(parsed) == {
         ("constant", "FREE_SHIPPING_THRESHOLD_CENTS", 3, 3),
-        ("constant", "MAX_ITEMS_PER_ORDER", 4, 4),
+        ("constant", "MAX_ITEMS_PER_CART", 4, 4),
         ("constant", "CURRENCY_SYMBOL", 5, 5),
         ("constant", "SKU_PATTERN", 6, 6),
         ("constant", "INVALID_SKU_MESSAGE", 7, 7),
