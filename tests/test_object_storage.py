@@ -136,6 +136,27 @@ def test_a_second_machine_indexing_nothing_new_changes_nothing(s3, team, tmp_pat
     assert "0 texts embedded" in run.stdout
 
 
+def test_a_run_on_another_machine_waits_for_the_lock_kept_in_the_bucket(s3, team, tmp_path):
+    """The lease lives in the bucket, so it holds across machines: while this process holds it,
+    an index run from another machine (process, data dir) stops with exit 75 and names us."""
+    from create_tables import connect
+    from index_lock import RepoLock, holder
+
+    settings, repo = team
+    db = connect(settings)
+    env = {**os.environ, **s3, "CODEQA_DATA_DIR": str(tmp_path / "other-machine"), "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, str(ROOT / "preprocessing.py"), "index", str(repo), "--name", "sample",
+               "--no-progress"]
+    with RepoLock(db, "sample", "index").held(wait=0):
+        assert holder(connect(settings), "sample").pid == os.getpid()
+        run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=STARTUP)
+    assert run.returncode == 75, run.stderr
+    assert f"sample is being indexed by another run (pid {os.getpid()}" in run.stderr
+    assert holder(db, "sample") is None
+    run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=STARTUP)
+    assert run.returncode == 0, run.stderr
+
+
 def test_remove_deletes_the_repos_tables_from_the_bucket(s3, team):
     from create_tables import connect, get_repo, remove_repo
 
