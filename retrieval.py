@@ -110,7 +110,7 @@ def check_options(options: "SearchOptions") -> None:
     if options.mode not in {"hybrid", "vector", "bm25"}:
         raise QueryError(f"Unknown search mode {options.mode!r}.")
     if options.role is not None and (not isinstance(options.role, str) or options.role.lower() not in ROLES):
-        raise QueryError(f"role must be one of {', '.join(ROLES)}.")
+        raise QueryError(f"Unknown role {options.role!r} (roles: {', '.join(ROLES)}).")
 
 
 @dataclass
