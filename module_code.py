@@ -27,6 +27,7 @@ CHUNK_CHARS = 1500  # about what the embedder reads of a row (256 tokens of code
 # indexing, and beyond this count a file's extra chunks would mostly repeat one shape.
 MAX_CHUNKS = 16
 MIN_CHUNK_CHARS = 40  # a lone `export default locale` or `}` says nothing as a row of its own
+MAX_DEPTH = 100  # syntax levels opened to find statement boundaries: below Python's recursion limit
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ def _pieces(node: Node, coverage: _Coverage, text: _Lines, comment_types: frozen
             continue
         partial = coverage.touches(start, end)
         too_big = text.chars(start, end) > CHUNK_CHARS and child.named_child_count > 0
-        if not (partial or too_big):
+        if not (partial or too_big) or depth >= MAX_DEPTH:  # deeper: generated data, taken whole
             yield _Piece(start, end, False, depth)
             continue
         inner = list(_pieces(child, coverage, text, comment_types, depth + 1))

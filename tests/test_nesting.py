@@ -60,3 +60,13 @@ def test_rows_stop_at_the_cap_and_count_the_rest():
 def test_a_generated_giant_name_is_cut():
     parsed = parse_source(f"def {'x' * 5000}():\n    return 1\n", "python", "g.py")
     assert len(parsed.definitions[0].name) == MAX_NAME_CHARS
+
+
+def test_module_code_nested_thousands_deep_is_chunked_not_a_crash():
+    """Module-level code is opened level by level to find statement boundaries; a generated
+    literal nested 3,000 deep (fmt has such test data) stops at MAX_DEPTH instead of recursing
+    past Python's limit and aborting the index run."""
+    source = "var data = " + "[" * 3000 + "1" + "]" * 3000 + ";\nfunction after() { return 2; }\n"
+    parsed = parse_source(source, "javascript", "data.js")
+    assert [d.name for d in parsed.definitions] == ["after"]
+    assert parsed.module_code and parsed.module_code[0].start_line == 1
