@@ -128,7 +128,7 @@ def _duplicates(data_dir: Path) -> dict[str, int]:
     import create_tables
 
     db = lancedb.connect(str(data_dir / "lancedb"))
-    keys = {"methods": "id", "classes": "id", "files": "file_path"}
+    keys = {"methods": "id", "classes": "id", "modules": "id", "files": "file_path"}
     found: dict[str, int] = {}
     for table in sorted(create_tables.table_names(db)):
         kind = table.rsplit("__", 1)[-1]

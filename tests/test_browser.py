@@ -86,7 +86,9 @@ def scripted_llm(answer: str):
             chunk = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "scripted",
                      "choices": [{"index": 0, "delta": {"content": answer[index:index + 12]}, "finish_reason": None}]}
             request.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        request.wfile.write(b"data: [DONE]\n\n")
+        last = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "scripted",
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}  # as the API ends an answer
+        request.wfile.write(f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode())
     return http_server(handle)
 
 

@@ -56,7 +56,9 @@ def test_search_code_filters_by_language_and_path(mcp):
     assert go and {hit["language"] for hit in go} == {"go"}
     web = mcp.data("search_code", query="cart", path="web/", k=5)["results"]
     assert web and all(hit["file_path"].startswith("web/") for hit in web)
-    assert "No cobol files are indexed" in mcp.text("search_code", query="cart", lang="cobol")
+    assert "No text files are indexed" in mcp.text("search_code", query="cart", lang="text")
+    refused = mcp.call("search_code", query="cart", lang="cobol")
+    assert refused.is_error and refused.content[0].text.startswith("lang must be one of c, cpp, go")
 
 
 @pytest.mark.integration
@@ -142,7 +144,7 @@ def test_errors_carry_the_clis_one_line_message(mcp, indexed_sample):
 def test_list_repos_names_the_default(mcp):
     found = mcp.data("list_repos")
     assert found["default"] == "sample" and [r["name"] for r in found["repos"]] == ["sample"]
-    assert found["repos"][0]["files"] == 23 and found["repos"][0]["languages"]["python"] == 6
+    assert found["repos"][0]["files"] == 32 and found["repos"][0]["languages"]["python"] == 7
     assert mcp.text("list_repos").startswith("sample  (default): ")
 
 

@@ -68,7 +68,7 @@ def team(s3, tmp_path_factory):
     repo = shutil.copytree(SAMPLE_REPO, tmp_path_factory.mktemp("team") / "sample")
     settings = settings_for(tmp_path_factory.mktemp("indexer") / "data", lancedb_uri=URI)
     report = index_repo(repo, settings, name="sample", progress=False)
-    assert (report.added, report.methods, report.classes) == (23, 83, 43)
+    assert (report.added, report.methods, report.classes) == (32, 97, 56)
     return settings, repo
 
 
@@ -117,7 +117,8 @@ def test_an_incremental_update_reaches_a_running_app_instance(s3, team, redis_se
         with (repo / "shop" / "util.py").open("a") as handle:
             handle.write("\n\ndef restock_shelves(store):\n    return store\n")
         report = index_repo(repo, settings, name="sample", progress=False)
-        assert (report.added, report.changed, report.unchanged, report.embedded) == (0, 1, 22, 1)
+        # The new function and util.py's file row are embedded; nothing else.
+        assert (report.added, report.changed, report.unchanged, report.embedded) == (0, 1, 31, 2)
         assert search("restock_shelves")[0] == "restock_shelves"
     finally:
         app.terminate()
@@ -132,7 +133,7 @@ def test_a_second_machine_indexing_nothing_new_changes_nothing(s3, team, tmp_pat
     run = subprocess.run([sys.executable, str(ROOT / "preprocessing.py"), "index", str(repo), "--name", "sample",
                           "--no-progress"], env=env, capture_output=True, text=True, timeout=STARTUP)
     assert run.returncode == 0, run.stderr
-    assert "files: 0 added, 0 changed, 0 deleted, 23 unchanged" in run.stdout
+    assert "files: 0 added, 0 changed, 0 deleted, 32 unchanged" in run.stdout
     assert "0 texts embedded" in run.stdout
 
 

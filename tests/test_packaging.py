@@ -93,7 +93,7 @@ def test_pip_install_gives_working_codeqa_commands(installed, tmp_path):
     assert "  mcp " in _run(installed, elsewhere, env, "--help").stdout
     indexed = _run(installed, elsewhere, env, "index", str(repo), "--name", "sample", "--no-progress")
     assert indexed.returncode == 0, indexed.stderr
-    assert "files: 23 added" in indexed.stdout
+    assert "files: 32 added" in indexed.stdout
     assert _run(installed, elsewhere, env, "list").stdout.startswith(f"sample\t{repo}")
 
     found = _run(installed, elsewhere, env, "search", "--repo", "sample", "--no-hyde", "--json", "make_demo_cart")
@@ -117,7 +117,7 @@ def test_pip_install_gives_working_codeqa_commands(installed, tmp_path):
     watcher = Watcher(repo, data_dir, "sample", command=[str(installed / "codeqa"), "watch"], cwd=elsewhere)
     try:
         watcher.wait_for(lambda: any(line.startswith("Watching ") for line in watcher.lines), "watch")
-        assert "files: 0 added, 0 changed, 0 deleted, 23 unchanged" in watcher.output()
+        assert "files: 0 added, 0 changed, 0 deleted, 32 unchanged" in watcher.output()
     finally:
         watcher.stop()
 
