@@ -6,6 +6,11 @@ query is tokenized the same way, all of it. Okapi BM25 (bm25s, Lucene's variant,
 b = 0.75) over exactly the files CodeQA indexed at that commit, tests, docs and examples
 included. Nothing else: no fields, no boosts, no test-file weight.
 
+`bm25-files` is the baseline the targets are read against. `bm25-code` is the same over the
+source-language files only (no Markdown, reST or text): long changelogs and docs that mention
+everything are the first thing whole-file BM25 returns for many reports, and a reader should see
+how much of the gap that explains.
+
 The baseline has no functions of its own; its function ranking is derived: the files in
 BM25 order, and within each file its symbols (CodeQA's rows for that file at that commit, docs
 sections left out) ordered by a BM25 score of their own text against the query.
@@ -18,9 +23,11 @@ import numpy as np
 
 import create_tables
 from config import Settings
+from languages import DOC_LANGUAGES
 
 from realistic.snapshots import IndexedFile, Snapshot, TextStore
 
+BASELINES = {"bm25-files": False, "bm25-code": True}  # name → code files only
 K1, B = 1.5, 0.75
 MAX_RANKED_FILES = 100
 SYMBOL_FILES = 10  # files whose symbols make the derived function ranking
@@ -56,8 +63,9 @@ class WholeFileBM25:
             self._tokens[key] = tokens(file.path + "\n" + self._texts.get(file.sha256))
         return self._tokens[key]
 
-    def rank_files(self, snapshot: Snapshot, query: str) -> list[str]:
-        files = sorted(snapshot.files, key=lambda f: f.path)
+    def rank_files(self, snapshot: Snapshot, query: str, code_only: bool = False) -> list[str]:
+        files = sorted((f for f in snapshot.files if not (code_only and f.language in DOC_LANGUAGES)),
+                       key=lambda f: f.path)
         scores = bm25_scores([self._document(f) for f in files], tokens(query))
         return best_first([f.path for f in files], scores, MAX_RANKED_FILES)
 

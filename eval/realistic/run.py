@@ -36,13 +36,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from config import Settings  # noqa: E402
 
-from realistic.baseline import WholeFileBM25, rank_symbols  # noqa: E402
+from realistic.baseline import BASELINES, WholeFileBM25, rank_symbols  # noqa: E402
 from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror  # noqa: E402
 from realistic.items import Item, load_items, names_file  # noqa: E402
 from realistic.metrics import markdown_table, ranked_files, score_item, standard_groups  # noqa: E402
 from realistic.snapshots import Snapshot, SnapshotStore  # noqa: E402
 
-BASELINE = "bm25-files"
 K = 10
 # CodeQA configurations: SearchOptions fields over today's defaults (hybrid RRF, no HyDE, no rerank).
 SEARCH_DEFAULTS = {"k": K, "hyde": False, "rerank": False}
@@ -147,10 +146,10 @@ def _row(item: Item, snapshot: Snapshot, files: list[str], symbols: list[tuple[s
 
 def search_all(run: Run, items: list[Item], snapshots: dict[tuple[str, str], Snapshot],
                configs: list[str]) -> tuple[dict[str, list[dict]], dict[str, str]]:
-    """Every item under every config, plus the baseline; a config that can't run says why."""
+    """Every item under every config, plus the baselines; a config that can't run says why."""
     from retrieval import Retriever, SearchOptions
 
-    results: dict[str, list[dict]] = {BASELINE: [], **{c: [] for c in configs}}
+    results: dict[str, list[dict]] = {**{b: [] for b in BASELINES}, **{c: [] for c in configs}}
     unavailable: dict[str, str] = {}
     by_snapshot: dict[tuple[str, str], list[Item]] = defaultdict(list)
     for item in items:
@@ -165,11 +164,12 @@ def search_all(run: Run, items: list[Item], snapshots: dict[tuple[str, str], Sna
                 retriever = Retriever(snapshot.settings(run.base))
                 for item in by_snapshot[key]:
                     known = indexed_symbols(snapshot, run.base, item.gold_paths)
-                    started = time.perf_counter()
-                    files = baseline.rank_files(snapshot, item.query)
-                    symbols = rank_symbols(snapshot, run.base, files, item.query)
-                    ms = (time.perf_counter() - started) * 1000
-                    results[BASELINE].append(_row(item, snapshot, files, symbols, ms, known))
+                    for name, code_only in BASELINES.items():
+                        started = time.perf_counter()
+                        files = baseline.rank_files(snapshot, item.query, code_only)
+                        symbols = rank_symbols(snapshot, run.base, files, item.query)
+                        ms = (time.perf_counter() - started) * 1000
+                        results[name].append(_row(item, snapshot, files, symbols, ms, known))
                     for name in configs:
                         if name in unavailable:
                             continue
@@ -208,7 +208,8 @@ def report(results: dict[str, list[dict]], unavailable: dict[str, str], items: l
     for item in items:
         counts[(item.split, item.language)] += 1
     lines = [f"Realistic eval: {len(items)} items from {len({i.repo for i in items})} repositories; CodeQA at "
-             f"{commit}; k = {K}; the baseline ({BASELINE}) ran in the same run. Definitions: eval/README.md.", ""]
+             f"{commit}; k = {K}; the baselines ({', '.join(BASELINES)}) ran in the same run. Definitions: "
+             "eval/README.md.", ""]
     lines.append(markdown_table(results, standard_groups(rows)))
     lines += [""] + [f"- {name}: unavailable ({reason})" for name, reason in unavailable.items()]
     not_indexed = sum(bool(r["gold_files_not_indexed"]) for r in rows)
@@ -216,7 +217,9 @@ def report(results: dict[str, list[dict]], unavailable: dict[str, str], items: l
     lines.append(f"- items with a gold file CodeQA did not index: {not_indexed}; gold symbols without a row of "
                  f"that name: {missing_symbols}")
     for name, config_rows in results.items():
-        lines.append(f"- {name}: median search {statistics.median(r['ms'] for r in config_rows):.0f} ms")
+        lines.append(f"- {name}: median search {statistics.median(r['ms'] for r in config_rows):.0f} ms; "
+                     f"{statistics.fmean(len(r['top_files']) for r in config_rows):.1f} files in its top 10 "
+                     f"on average")
     if indexed:
         seconds = sum(i["seconds"] for i in indexed)
         lines.append(f"- indexed {len(indexed)} commits in {seconds / 60:.1f} min "
@@ -233,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true",
                         help=f"the first {QUICK_LIMIT} items of {', '.join(QUICK_REPOS)}")
     parser.add_argument("--configs", nargs="+", choices=sorted(CONFIGS), default=list(DEFAULT_CONFIGS),
-                        help=f"CodeQA configurations (default: {' '.join(DEFAULT_CONFIGS)}); {BASELINE} always runs")
+                        help=f"CodeQA configurations (default: {' '.join(DEFAULT_CONFIGS)}); the baselines always run")
     parser.add_argument("--cache", type=Path, help="snapshots, checkouts, texts (default: $CODEQA_EVAL_CACHE "
                                                    "or ~/.cache/codeqa-eval)")
     parser.add_argument("--mirror", type=Path, help="local bare mirrors at DIR/<owner>+<name>/repo")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
 
 from realistic.items import Item
 from realistic.metrics import markdown_table, ranked_files, score_item, standard_groups, summarize
-from realistic.run import commits_in_order, select
+from realistic.run import commits_in_order, result_files, select
 
 MakeItem = Callable[..., Item]
 
@@ -77,3 +78,9 @@ def test_commits_are_indexed_in_time_order_once_each(make_item: MakeItem) -> Non
     items = [make_item("b", date="2021-01-01", commit="c2"), make_item("a", date="2020-01-01", commit="c1"),
              make_item("c", date="2021-01-01", commit="c2")]
     assert commits_in_order(items) == {"o/r": ["c1", "c2"]}
+
+
+def test_result_files_reads_the_search_file_list_when_there_is_one() -> None:
+    listed = SimpleNamespace(files=[{"path": "a.py"}, SimpleNamespace(path="b.py", score=1.0)], results=[])
+    assert result_files(listed) == ["a.py", "b.py"]
+    assert result_files(SimpleNamespace(results=[])) is None
