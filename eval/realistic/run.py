@@ -50,6 +50,7 @@ CONFIGS: dict[str, dict] = {
     "codeqa-vector": {"mode": "vector"},
     "codeqa-bm25": {"mode": "bm25"},
     "codeqa-linear": {"fusion": "linear"},
+    "codeqa-k30": {"k": 30},  # 30 symbols (pool 90): more files to rank; function metrics stay @10
     "codeqa+rerank": {"rerank": True},
     "codeqa+hyde": {"hyde": True},
 }
