@@ -281,9 +281,11 @@ def _repo_root(root: str | Path) -> Path:
 
 def index_repo(root: str | Path, settings: Settings, name: str | None = None,
                rebuild: bool = False, progress: bool | None = None,
-               db: lancedb.DBConnection | None = None, wait: float = 0.0) -> IndexReport:
+               db: lancedb.DBConnection | None = None, wait: float = 0.0,
+               embedder: Embedder | None = None) -> IndexReport:
     """Bring the index of `root` up to date and return what was done (in `db`, else a new
-    connection to the configured database).
+    connection to the configured database; with `embedder`, else the configured model: the
+    eval passes one that remembers vectors across commits).
 
     One run per repo at a time (`index_lock`): if another run holds the repo's lock, wait up to
     `wait` seconds for it, then `IndexBusyError`."""
@@ -294,11 +296,12 @@ def index_repo(root: str | Path, settings: Settings, name: str | None = None,
     with batch_gc(), RepoLock(db, name, "rebuild" if rebuild else "index").held(wait) as lock:
         if resolve_repo_name(db, root_path, name) != name:  # raises if another folder took the name meanwhile
             raise IndexBusyError(f"{name} was registered for another folder while this run waited; run it again.")
-        return _index_locked(root_path, settings, name, rebuild, progress, db, lock, started)
+        return _index_locked(root_path, settings, name, rebuild, progress, db, lock, started,
+                             embedder or get_embedder(settings))
 
 
 def _index_locked(root_path: Path, settings: Settings, name: str, rebuild: bool, progress: bool | None,
-                  db: lancedb.DBConnection, lock: RepoLock, started: float) -> IndexReport:
+                  db: lancedb.DBConnection, lock: RepoLock, started: float, embedder: Embedder) -> IndexReport:
     """The run itself, under the repo's lock."""
     report = IndexReport(name=name, root=str(root_path))
     existing = tables_mod.find_repo(db, name)
@@ -307,7 +310,6 @@ def _index_locked(root_path: Path, settings: Settings, name: str, rebuild: bool,
     walked_at = time.time_ns()
     with _stage(report, "walk"):
         walked = walk_repo(root_path, settings.max_file_bytes)
-    embedder = get_embedder(settings)
     if existing and not rebuild and existing.index_version != tables_mod.INDEX_VERSION:
         report.notices.append(f"{name} was indexed by another version of CodeQA (index format "
                               f"{existing.index_version}); re-indexing it from scratch.")

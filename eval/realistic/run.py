@@ -113,7 +113,8 @@ def ensure_snapshots(run: Run, items: list[Item]) -> tuple[dict[tuple[str, str],
                                 "embedded": report["embedded"], "files_changed": report["added"] + report["changed"]
                                 + report["deleted"]})
                 print(f"  indexed {repo}@{commit[:12]} ({number}/{len(commits)}): {report['seconds']:.0f} s, "
-                      f"{report['embedded']} texts embedded", file=sys.stderr, flush=True)
+                      f"{report['embedded']} texts needed vectors, {report.get('model_embedded', 0)} of them "
+                      "new to the vector cache", file=sys.stderr, flush=True)
             snapshots[(repo, commit)] = snapshot
     return snapshots, indexed
 

@@ -1,9 +1,11 @@
 """Per-commit index snapshots, so that re-running the eval only searches.
 
-Each repository has one live index (`<cache>/index/<owner>+<name>/`), moved from one item's
-pre-fix commit to the next by the product's incremental indexer (`preprocessing.index_repo`).
-After each commit the live LanceDB directory is copied into
-`<cache>/snapshots/<owner>+<name>/<commit>/lancedb` with hard links: a copy costs inodes, not
+Each repository has one live index (`<cache>/index/v<N>/<owner>+<name>/`, N the index layout,
+`create_tables.INDEX_VERSION`, so the snapshots of another layout stay as they were), moved
+from one item's pre-fix commit to the next by the product's incremental indexer
+(`preprocessing.index_repo`, embedding through the cache of `vector_cache.py`). After each
+commit the live LanceDB directory is copied into
+`<cache>/snapshots/v<N>/<owner>+<name>/<commit>/lancedb` with hard links: a copy costs inodes, not
 bytes, for every file the next commits leave alone. That is safe because Lance never rewrites
 a file in place: every write (rows, deletions, indexes, compaction, manifests) makes new files
 and the live index only ever unlinks old ones (`test_realistic_snapshots.py` checks it).
@@ -27,11 +29,15 @@ from pathlib import Path
 
 import create_tables
 from config import Settings
+from embeddings import get_embedder
 from languages import DOC_KIND
 from preprocessing import index_repo
 from repo_files import SourceFile, walk_repo
 
+from realistic.vector_cache import CachingEmbedder, default_store
+
 SNAPSHOT_FILE = "snapshot.json"
+LAYOUT = f"v{create_tables.INDEX_VERSION}"
 
 
 @dataclass(frozen=True)
@@ -107,13 +113,20 @@ class SnapshotStore:
 
     def __init__(self, cache: Path) -> None:
         self.cache = cache
+        self._embedder: CachingEmbedder | None = None
 
     def live_settings(self, repo: str, base: Settings) -> Settings:
-        directory = self.cache / "index" / index_name(repo)
+        directory = self.cache / "index" / LAYOUT / index_name(repo)
         return replace(base, data_dir=directory, lancedb_uri=str(directory / "lancedb"))
 
     def snapshot_dir(self, repo: str, commit: str) -> Path:
-        return self.cache / "snapshots" / index_name(repo) / commit
+        return self.cache / "snapshots" / LAYOUT / index_name(repo) / commit
+
+    def embedder(self, base: Settings) -> CachingEmbedder:
+        """The configured model behind the cache's vector store (opened on first use)."""
+        if self._embedder is None:
+            self._embedder = CachingEmbedder(get_embedder(base), default_store(self.cache))
+        return self._embedder
 
     def texts(self, repo: str) -> TextStore:
         return TextStore(self.cache / "texts" / f"{index_name(repo)}.sqlite")
@@ -131,7 +144,9 @@ class SnapshotStore:
         """Bring the live index to the work tree at `root` (checked out at `commit`), then snapshot it."""
         settings = self.live_settings(repo, base)
         started = time.perf_counter()
-        report = index_repo(root, settings, name=index_name(repo), progress=False)
+        embedder = self.embedder(base)
+        embedded_before = embedder.embedded
+        report = index_repo(root, settings, name=index_name(repo), progress=False, embedder=embedder)
         seconds = time.perf_counter() - started
         sources = walk_repo(root, settings.max_file_bytes).read_all()
         texts = self.texts(repo)
@@ -141,7 +156,8 @@ class SnapshotStore:
             texts.close()
         files = [IndexedFile(f.path, f.sha256, f.language) for f in sources]
         return self._take(repo, commit, Path(settings.database_uri), files,
-                          {**report.stats().to_json(), "seconds": round(seconds, 2)})
+                          {**report.stats().to_json(), "seconds": round(seconds, 2),
+                           "model_embedded": embedder.embedded - embedded_before})
 
     def _take(self, repo: str, commit: str, live_db: Path, files: list[IndexedFile], report: dict) -> Snapshot:
         """Hard-link copy of the live tables; the metadata file, written last, marks it complete."""

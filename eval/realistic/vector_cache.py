@@ -1,0 +1,194 @@
+"""Vectors by (embedding model, text), kept across commits, repositories and index layouts.
+
+    python eval/realistic/vector_cache.py harvest            # every snapshot under the cache
+    python eval/realistic/vector_cache.py harvest DIR ...    # LanceDB directories or folders of them
+    python eval/realistic/vector_cache.py stats
+
+Indexing the eval's ~460 commits is almost all embedding time, yet most texts were embedded
+before: by an earlier commit, or by snapshots of an earlier index layout whose rows are the
+same. The harness indexes through a `CachingEmbedder`, which asks this store first and adds
+every new vector to it, so each distinct text is embedded once, ever.
+
+A key is (model, sha256 of the exact text embedded). The model part is the embedder's
+`model_id`, plus the local model's `max_seq_length`: the same text cut at another length is
+another vector. The indexer stores the same sha256 as every row's `text_hash`
+(`create_tables.prepare_row` hashes `embedding_text(row)`, which is what `embed_rows`
+embeds), so the vectors of existing snapshots can be harvested without their texts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import lancedb
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import create_tables  # noqa: E402
+from embeddings import LOCAL_MAX_SEQ_LENGTH, Embedder, LocalEmbedder  # noqa: E402
+
+STORE_FILE = "vectors.sqlite"
+_LOOKUP_CHUNK = 500  # hashes per SQL lookup (SQLite's variable limit is far above)
+
+
+def model_key(model_id: str) -> str:
+    """What must match for a stored vector to be reused: the model and how much text it reads
+    (the local model's `max_seq_length`; an endpoint's model id says it all)."""
+    return model_id + (f"@{LOCAL_MAX_SEQ_LENGTH}" if model_id == LocalEmbedder.model_id else "")
+
+
+def text_hash(text: str) -> str:
+    """The key of a text: sha256, as the indexer's `text_hash` column."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class VectorCache:
+    """float32 vectors in one SQLite file, by (model key, text hash)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path, timeout=60)
+        self._db.execute("PRAGMA journal_mode=WAL")  # a harvest and an index run may share it
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text_hash TEXT NOT NULL, "
+                         "vector BLOB NOT NULL, PRIMARY KEY (model, text_hash)) WITHOUT ROWID")
+
+    def get(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(hashes))
+        for start in range(0, len(unique), _LOOKUP_CHUNK):
+            chunk = unique[start:start + _LOOKUP_CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            for key, blob in self._db.execute(
+                    f"SELECT text_hash, vector FROM vectors WHERE model = ? AND text_hash IN ({marks})",
+                    [model, *chunk]):
+                found[key] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def known(self, model: str, hashes: Iterable[str]) -> set[str]:
+        """Which of these hashes already have a vector (reads no vectors)."""
+        unique = list(dict.fromkeys(hashes))
+        known: set[str] = set()
+        for start in range(0, len(unique), _LOOKUP_CHUNK):
+            chunk = unique[start:start + _LOOKUP_CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            known.update(key for (key,) in self._db.execute(
+                f"SELECT text_hash FROM vectors WHERE model = ? AND text_hash IN ({marks})", [model, *chunk]))
+        return known
+
+    def put(self, model: str, vectors: dict[str, np.ndarray]) -> None:
+        with self._db:
+            self._db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?, ?)",
+                                 [(model, key, np.asarray(vector, dtype=np.float32).tobytes())
+                                  for key, vector in vectors.items()])
+
+    def count(self, model: str) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM vectors WHERE model = ?", (model,)).fetchone()[0]
+
+    def counts(self) -> dict[str, int]:
+        return dict(self._db.execute("SELECT model, COUNT(*) FROM vectors GROUP BY model").fetchall())
+
+    def harvest(self, lancedb_dir: Path) -> int:
+        """Add the vectors of every row of every repo in a LanceDB directory; returns how many
+        were new. Each repo's vectors are filed under the model its registry entry names
+        (`model_key`)."""
+        db = lancedb.connect(str(lancedb_dir))
+        added = 0
+        for info in create_tables.list_repos(db):
+            model = model_key(info.embedding_model)
+            for kind in create_tables.ROW_TABLES:
+                try:
+                    table = create_tables.open_table(db, info, kind)
+                except (ValueError, FileNotFoundError):  # a layout without this table
+                    continue
+                hashes = table.search().select(["text_hash"]).limit(None).to_arrow()["text_hash"].to_pylist()
+                if not set(hashes) - self.known(model, hashes):
+                    continue
+                rows = table.search().select(["text_hash", "vector"]).limit(None).to_arrow()
+                vectors = dict(zip(rows["text_hash"].to_pylist(), rows["vector"].to_numpy(zero_copy_only=False)))
+                before = self.count(model)
+                self.put(model, vectors)
+                added += self.count(model) - before
+        return added
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class CachingEmbedder:
+    """An `Embedder` that asks the cache first and embeds (and stores) only what it lacks."""
+
+    def __init__(self, inner: Embedder, cache: VectorCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.model_id = inner.model_id
+        self.key = model_key(inner.model_id)
+        self.reused = 0
+        self.embedded = 0
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        hashes = [text_hash(text) for text in texts]
+        found = self.cache.get(self.key, hashes)
+        todo = {key: text for key, text in zip(hashes, texts) if key not in found}
+        if todo:
+            fresh = dict(zip(todo, self.inner.embed(list(todo.values()))))
+            self.cache.put(self.key, fresh)
+            found.update(fresh)
+        self.embedded += len(todo)
+        self.reused += len(texts) - len(todo)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([found[key] for key in hashes]).astype(np.float32, copy=False)
+
+
+def default_store(cache: Path) -> VectorCache:
+    return VectorCache(cache / STORE_FILE)
+
+
+def lancedb_dirs(paths: Iterable[Path]) -> list[Path]:
+    """Every LanceDB directory at or under these paths (a snapshot keeps one in `lancedb/`)."""
+    found: list[Path] = []
+    for path in paths:
+        if (path / f"{create_tables.REGISTRY_TABLE}.lance").exists():
+            found.append(path)
+        else:
+            found += sorted(p.parent for p in path.rglob(f"{create_tables.REGISTRY_TABLE}.lance"))
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    from realistic.corpus import default_cache
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cache", type=Path, help="the eval cache (default: $CODEQA_EVAL_CACHE)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    harvest = commands.add_parser("harvest", help="add the vectors of existing indexes")
+    harvest.add_argument("dirs", nargs="*", type=Path, help="default: every snapshot under the cache")
+    commands.add_parser("stats", help="vectors per model")
+    args = parser.parse_args(argv)
+    cache = args.cache or default_cache()
+    store = default_store(cache)
+    try:
+        if args.command == "harvest":
+            for directory in lancedb_dirs(args.dirs or [cache / "snapshots"]):
+                print(f"{directory}: {store.harvest(directory)} new vectors", flush=True)
+        for model, count in store.counts().items():
+            print(f"{model}: {count} vectors")
+    finally:
+        store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
