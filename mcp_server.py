@@ -107,9 +107,26 @@ class SearchHit(Symbol):
     references: list[Use] = Field(description=f"the first {SHOWN_REFERENCES} uses")
 
 
+class FileSymbol(BaseModel):
+    kind: str
+    qualified_name: str
+    start_line: int
+    end_line: int
+
+
+class FileResult(BaseModel):
+    path: str
+    score: float
+    role: str = Field(description="source, test, example, benchmark, docs, generated or vendored")
+    language: str
+    symbols: list[FileSymbol] = Field(description="the file's rows that made it rank")
+
+
 class SearchOutput(BaseModel):
     repo: str
     results: list[SearchHit]
+    files: list[FileResult] = Field(description="the files most likely involved, best first, from "
+                                                "whole-file evidence and their best symbols")
     notices: list[str]
 
 
@@ -245,9 +262,16 @@ class CodeTools:
             uses = f"used {_plural(hit.reference_count, 'time')}" + (", e.g.:" if hit.references else "")
             lines.append(f"   id {hit.id} · {uses}")
             lines += [f"     {u.file_path}:{u.line}:{u.column}  {one_line(u.text, 120)}" for u in hit.references[:3]]
+        files = [FileResult(**file.to_json()) for file in result.files]
+        if files:
+            lines.append("Files, best first:")
+            lines += [f"{rank}. {file.path} ({file.role})"
+                      + (": " + ", ".join(f"{s.qualified_name} {s.start_line}-{s.end_line}" for s in file.symbols)
+                         if file.symbols else "")
+                      for rank, file in enumerate(files, 1)]
         if not hits and lang and lang.lower() not in info.stats.files_by_language:
             lines.append(f"No {lang} files are indexed; languages: {', '.join(sorted(info.stats.files_by_language))}.")
-        return "\n".join(lines), SearchOutput(repo=info.name, results=hits, notices=result.notices)
+        return "\n".join(lines), SearchOutput(repo=info.name, results=hits, files=files, notices=result.notices)
 
     def _definitions(self, info: RepoInfo, name: str, columns: list[str]) -> tuple[list[dict], list[str]]:
         """Rows defining `name` (best first), or suggestions of similar names."""
@@ -385,7 +409,8 @@ def create_server(tools: CodeTools) -> MCPServer:
         """Search the indexed code by meaning and keywords (hybrid vector + BM25 over functions,
         methods, classes and docs sections). Use it first for 'where is X handled?', 'how does Y
         work?', or a pasted bug report: it returns ranked symbols with `path:start-end`, kind,
-        qualified name, signature, score, and the first places each is used. Symbols and files
+        qualified name, signature, score, and the first places each is used, and the files most
+        likely involved (whole-file evidence), each with its best symbols. Symbols and files
         the query names exactly are put on top. Then read_code to see the code, find_symbol when
         you know a name, find_references to see who uses it."""
         return _answer(lambda: tools.search_code(query, repo, k, lang, path))

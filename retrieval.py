@@ -24,12 +24,12 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Iterator
 
 os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every hybrid query otherwise; read at import
 import lancedb
-from lancedb.query import MultiMatchQuery
+from lancedb.query import MatchQuery, MultiMatchQuery
 from lancedb.rerankers import LinearCombinationReranker, RRFReranker
 
 import create_tables
@@ -61,6 +61,13 @@ ANN_EF = 100  # HNSW search breadth where a table has a vector index (recall@30 
 # Tests restate the code they test; unless the question is about tests, they rank a bit lower.
 # Measured on the eval: file hit@5 0.741 → 0.793, MRR 0.450 → 0.486 (0.6 scored the same).
 TEST_FILE_WEIGHT = 0.8
+# Files as results: each file's evidence is its whole-file BM25 rank (the `file_text` of its file
+# row, against every distinct term of the question) and the rank of its best row in the symbol
+# pool; the two are fused by reciprocal rank (k = RRF_K, the constant LanceDB's own fusion uses).
+FILE_BM25_POOL = 50  # files whole-file BM25 ranks
+MAX_FILE_TERMS = 400  # distinct query terms whole-file BM25 matches (a long report has ~300)
+RRF_K = 60
+SYMBOLS_PER_FILE = 3  # of a listed file: the rows that made it rank
 _TEST_WORDS = re.compile(r"\btests?\b|\bspecs?\b|pytest|unittest", re.IGNORECASE)
 
 
@@ -124,6 +131,7 @@ class SearchOptions:
     mode: str = "hybrid"  # hybrid | vector | bm25
     pool: int | None = None  # candidates per table before rerank; default 3 × k
     fusion: str = "rrf"  # rrf | linear
+    pieces: bool = True  # also search by the vectors of a report's code blocks and error lines
 
     def pool_size(self) -> int:
         return max(self.pool or 3 * self.k, 2 * self.k)
@@ -165,6 +173,24 @@ class Hit:
 
 
 @dataclass
+class FileHit:
+    """One file of the answer: its fused score and the rows of it that ranked best."""
+
+    path: str
+    score: float
+    role: str
+    language: str
+    bm25_rank: int | None  # in whole-file BM25 (1 = best), None if not in its pool
+    symbol_rank: int | None  # of its best row among the files of the symbol pool
+    symbols: list[Hit]
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "score": round(self.score, 6), "role": self.role, "language": self.language,
+                "symbols": [{"id": h.id, "kind": h.kind, "qualified_name": h.qualified_name,
+                             "start_line": h.start_line, "end_line": h.end_line} for h in self.symbols]}
+
+
+@dataclass
 class SearchResult:
     id: str
     query: str
@@ -174,12 +200,14 @@ class SearchResult:
     rerank: dict
     hyde: dict
     notices: list[str] = field(default_factory=list)
+    files: list[FileHit] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"id": self.id, "query": self.query, "expanded_query": self.expanded_query,
                 "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
                 "rerank": self.rerank, "hyde": self.hyde, "notices": self.notices,
-                "results": [hit.to_json() for hit in self.results]}
+                "results": [hit.to_json() for hit in self.results],
+                "files": [file.to_json() for file in self.files]}
 
 
 # --- Reading a query ---------------------------------------------------------------------------
@@ -192,6 +220,19 @@ _CODE_IDENT = re.compile(
 _FILE_MENTION = re.compile(r"[\w./\\-]*\w\.(?:%s)\b" % "|".join(
     sorted((re.escape(ext[1:]) for ext in INDEXED_EXTENSIONS), key=len, reverse=True)))
 _PY_FRAME = re.compile(r'File "([^"]+)", line \d+, in (\w+)')
+# Reading a report: fenced code blocks; stack-trace and log lines (Python, JVM, Go, Rust, JS,
+# gdb/backtrace frames, `path:line` locations); error lines (`ValueError: ...`, `error: ...`,
+# `panic: ...`, `thread 'main' panicked at ...`).
+_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
+_TRACE_LINE = re.compile(
+    r'^\s*(?:File "[^"]+", line \d+|Traceback \(most recent call last\)|at [\w$.<>/]+\(.*\)$'
+    r"|at [\w$.<>/]+ \(?[\w./:-]+:\d+|#\d+\s+0x[0-9a-f]+|\d+:\s+0x[0-9a-f]+|goroutine \d+ \["
+    r"|[\w./-]+\.\w+:\d+(?::\d+)?(?:\s|$)|\w+(?:\.\w+)*\(.*\)\s*$)", re.M)
+_ERROR_LINE = re.compile(
+    r"^\s*(?:[\w.]*(?:Error|Exception|Warning|Panic)\b:?.{0,240}|(?:error|fatal|panic)(?:\[\w+\])?: .{0,240}"
+    r"|thread '[^']*' panicked at .{0,240})$", re.M)
+MAX_PIECES = 3  # extra query vectors: the first code blocks and the error lines
+PIECE_CHARS = 1_000  # of each
 
 
 @dataclass(frozen=True)
@@ -202,6 +243,7 @@ class ParsedQuery:
     symbols: tuple[str, ...]  # code-shaped names the question mentions
     files: tuple[str, ...]  # file names or paths it mentions
     about_tests: bool = False  # the question is about tests: don't rank test files lower
+    pieces: tuple[str, ...] = ()  # a report's code blocks and error lines, embedded on their own
 
 
 def parse_query(text: str) -> ParsedQuery:
@@ -228,10 +270,35 @@ def parse_query(text: str) -> ParsedQuery:
     code_terms = create_tables.code_tokens(" ".join(symbols + files)).split()
     prose_terms = create_tables.code_tokens(text).split()
     keywords = list(dict.fromkeys(code_terms + prose_terms))[:MAX_KEYWORDS]
-    semantic = text if len(text) <= EMBED_QUERY_CHARS else (
-        text[:EMBED_QUERY_CHARS].rsplit("\n", 1)[0] + "\n" + " ".join(symbols[:40]))
+    prose, pieces = split_report(text)
+    semantic = prose if len(prose) <= EMBED_QUERY_CHARS else (
+        prose[:EMBED_QUERY_CHARS].rsplit("\n", 1)[0] + "\n" + " ".join(symbols[:40]))
     return ParsedQuery(text, semantic, " ".join(keywords), tuple(symbols[:20]), tuple(files[:10]),
-                       bool(_TEST_WORDS.search(text)))
+                       bool(_TEST_WORDS.search(text)), pieces)
+
+
+def split_report(text: str) -> tuple[str, tuple[str, ...]]:
+    """A report's prose (what its writer says, for the main query vector) and its pieces: the
+    first code blocks and the error lines, each embedded on its own.
+
+    One 1,200-character embedding of a whole report is mostly its logs; the prose says what is
+    wrong, a code block shows the API in use, the error line names the failure."""
+    blocks = [m.group(2).strip() for m in _FENCE.finditer(text)]
+    prose = _FENCE.sub("\n", text)
+    errors = list(dict.fromkeys(m.group(0).strip() for m in _ERROR_LINE.finditer(text)))
+    kept: list[str] = []
+    after_frame = False  # a Python frame's next line is its source line: part of the trace
+    for line in prose.splitlines():
+        trace = _TRACE_LINE.match(line) is not None or after_frame and line.startswith("    ")
+        after_frame = bool(_PY_FRAME.search(line))
+        if not trace and line.strip() not in errors:
+            kept.append(line)
+    prose = "\n".join(kept)
+    prose = re.sub(r"\n{3,}", "\n\n", prose).strip() or text.strip()
+    pieces = [block[:PIECE_CHARS] for block in blocks if len(block) >= 20][:MAX_PIECES - bool(errors)]
+    if errors:
+        pieces.append("\n".join(errors[:3])[:PIECE_CHARS])
+    return prose, tuple(dict.fromkeys(pieces))
 
 
 # --- The retriever -------------------------------------------------------------------------------
@@ -376,11 +443,14 @@ class Retriever:
             pool = self._exact_first(repo, parsed, pool, options)
         report("search", "done", stages.timings["search"] + stages.timings["exact"], f"{len(pool)} candidates")
         hits, rerank = self._rerank(parsed, pool, options, stages, notices, report)
+        with stages.time("files"):
+            bm25_files = self._whole_file_bm25(repo, parsed, options) if options.mode != "vector" else []
+            files = rank_files(bm25_files, hits, parsed.about_tests)[:options.k]
         stages.timings["total"] = (time.perf_counter() - started) * 1000
         return SearchResult(id=query_id or uuid.uuid4().hex[:12], query=text,
                             expanded_query=search_text.text if hyde["used"] else "",
                             results=hits[:options.k], timings_ms=stages.timings, rerank=rerank,
-                            hyde=hyde, notices=notices)
+                            hyde=hyde, notices=notices, files=files)
 
     # HyDE ---------------------------------------------------------------------------------------
 
@@ -412,13 +482,21 @@ class Retriever:
     def _hybrid(self, repo, query: ParsedQuery, options: SearchOptions, limit: int,
                 stages: _Stages) -> list[Hit]:
         """Search every row table; return candidates best first, the tables' rows interleaved."""
+        pieces = list(query.pieces) if options.pieces and options.mode != "bm25" else []
         with stages.time("embed"):
-            vector = self.embedder.embed([query.semantic])[0] if options.mode != "bm25" else None
+            vectors = self.embedder.embed([query.semantic, *pieces]) if options.mode != "bm25" else [None]
         where = _where(options)
         tables = {kind: self._table(repo, kind) for kind in create_tables.ROW_TABLES}
         # LanceDB releases the GIL: the tables are searched at the same time.
-        found = self._pool.map(lambda kind: self._query(tables[kind], vector, query.keywords, options, where, limit),
-                               tables)
+        found = list(self._pool.map(
+            lambda kind: self._query(tables[kind], vectors[0], query.keywords, options, where, limit), tables))
+        if pieces:
+            vector_only = replace(options, mode="vector")
+            by_piece = list(self._pool.map(
+                lambda job: self._query(tables[job[0]], job[1], "", vector_only, where, limit),
+                [(kind, vector) for kind in tables for vector in vectors[1:]]))
+            found = [fuse_ranked([rows, *by_piece[i * len(pieces):(i + 1) * len(pieces)]])[:limit]
+                     for i, rows in enumerate(found)]
         hits = [_hit(row, kind) for kind, rows in zip(tables, found) for row in rows]
         return _rank(hits, query.about_tests)
 
@@ -449,6 +527,20 @@ class Retriever:
         for row in rows:
             row["_score_value"] = float(score(row))
         return rows
+
+    def _whole_file_bm25(self, repo, parsed: ParsedQuery, options: SearchOptions) -> list[dict]:
+        """Files by BM25 over their whole text (`file_text`: the same identifier-aware tokens as
+        the eval's plain baseline), against every distinct term of the question, best first.
+
+        Whole-file evidence is what a row-level search lacks: a file whose ten functions each
+        match a little, or whose bug lives in module-level code, ranks here."""
+        terms = list(dict.fromkeys(create_tables.code_tokens(parsed.text).split()))[:MAX_FILE_TERMS]
+        if not terms:
+            return []
+        where = " AND ".join(filter(None, [f"kind = '{FILE_KIND}'", _where(options)]))
+        query = MatchQuery(" ".join(terms), create_tables.FILE_TEXT_COLUMN)
+        return (self._table(repo, "modules").search(query, query_type="fts").where(where, prefilter=True)
+                .select(["file_path", "role", "language", "_score"]).limit(FILE_BM25_POOL).to_list())
 
     def _rerank(self, parsed: ParsedQuery, pool: list[Hit], options: SearchOptions, stages: _Stages,
                 notices: list[str], report: Progress) -> tuple[list[Hit], dict]:
@@ -599,6 +691,45 @@ def _files_yield_to_their_definitions(ranked: list[Hit]) -> list[Hit]:
     return out + demoted
 
 
+def fuse_ranked(lists: list[list[dict]]) -> list[dict]:
+    """Rows of several rankings of one table, by reciprocal-rank fusion (RRF_K): the main query's
+    and each piece's. A row's `_score_value` becomes its fused score."""
+    fused: dict[str, dict] = {}
+    scores: dict[str, float] = {}
+    for rows in lists:
+        for rank, row in enumerate(rows, 1):
+            fused.setdefault(row["id"], row)
+            scores[row["id"]] = scores.get(row["id"], 0.0) + 1.0 / (RRF_K + rank)
+    for key, row in fused.items():
+        row["_score_value"] = scores[key]
+    return sorted(fused.values(), key=lambda row: -row["_score_value"])
+
+
+def rank_files(bm25_files: list[dict], hits: list[Hit], about_tests: bool) -> list[FileHit]:
+    """Files best first, from two kinds of evidence fused by reciprocal rank: where whole-file
+    BM25 put the file, and where its best row stands among the files of the symbol pool (`hits`,
+    best first). A test file counts TEST_FILE_WEIGHT less unless the question is about tests,
+    as its rows do."""
+    by_file: dict[str, list[Hit]] = {}
+    for hit in hits:
+        by_file.setdefault(hit.file_path, []).append(hit)
+    files: dict[str, FileHit] = {}
+    for rank, (path, rows) in enumerate(by_file.items(), 1):
+        files[path] = FileHit(path, 1.0 / (RRF_K + rank), rows[0].role, rows[0].language, None, rank,
+                              [h for h in rows if h.kind != FILE_KIND][:SYMBOLS_PER_FILE])
+    for rank, row in enumerate(bm25_files, 1):
+        path = row["file_path"]
+        found = files.get(path) or files.setdefault(
+            path, FileHit(path, 0.0, row["role"], row["language"], None, None, []))
+        found.bm25_rank = rank
+        found.score += 1.0 / (RRF_K + rank)
+    if not about_tests:
+        for file in files.values():
+            if file.role == "test":
+                file.score *= TEST_FILE_WEIGHT
+    return sorted(files.values(), key=lambda f: (-f.score, f.path))
+
+
 def _with_question(generated: ParsedQuery, question: ParsedQuery) -> ParsedQuery:
     """Search text from LLM output, keeping the question's own names and words in BM25."""
     keywords = list(dict.fromkeys(question.keywords.split() + generated.keywords.split()))[:MAX_KEYWORDS]
@@ -638,6 +769,11 @@ def _format_human(result: SearchResult) -> str:
             lines.append(f"      used in {ref['file_path']}:{ref['line']}  {ref['text'][:80]}")
         if hit.reference_count > 3:
             lines.append(f"      ... {hit.reference_count} uses in all")
+    if result.files:
+        lines.append("files:")
+    for rank, file in enumerate(result.files, 1):
+        best = ", ".join(f"{h.qualified_name} {h.start_line}-{h.end_line}" for h in file.symbols)
+        lines.append(f"{rank:2}. {file.path}  ({file.role})" + (f"  {best}" if best else ""))
     timings = ", ".join(f"{k} {v:.0f} ms" for k, v in result.timings_ms.items())
     lines.append(f"time: {timings}; rerank: {'used' if result.rerank['used'] else result.rerank['reason']}")
     return "\n".join(lines)

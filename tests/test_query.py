@@ -148,3 +148,84 @@ def test_a_file_row_gives_its_place_to_a_definition_of_its_own_file() -> None:
         ("c.js", "c.js", 0.6), ("c.js", "c.js", 0.5),  # a file with no definition found keeps its rows
         ("a.py", "a.py", 0.5), ("b.py", "b.py", 0.5)]  # redundant file rows go to the end of the pool
     assert [h.kind for h in ranked[2:]] == ["file", "module", "file", "file"]
+
+
+# --- rank_files ----------------------------------------------------------------------------------
+
+def file_row(path: str, role: str = "source") -> dict:
+    return {"file_path": path, "role": role, "language": "python"}
+
+
+def test_a_file_both_evidences_agree_on_outranks_a_file_only_one_finds() -> None:
+    hits = [hit("a.py", 0.9, "lucky"), hit("b.py", 0.8, "one"), hit("b.py", 0.7, "two")]
+    files = retrieval.rank_files([file_row("b.py"), file_row("c.py")], hits, about_tests=False)
+    assert [f.path for f in files] == ["b.py", "a.py", "c.py"]
+    b = files[0]
+    assert (b.bm25_rank, b.symbol_rank) == (1, 2)
+    assert [h.name for h in b.symbols] == ["one", "two"]
+    assert files[2].symbols == [] and files[2].symbol_rank is None  # found by its whole text alone
+
+
+def test_a_listed_file_shows_its_best_definitions_not_its_file_row() -> None:
+    row = hit("a.py", 0.9, "a.py")
+    row.kind = "file"
+    hits = [row] + [hit("a.py", 0.5 - i / 10, f"f{i}") for i in range(4)]
+    (only,) = retrieval.rank_files([], hits, about_tests=False)
+    assert [h.name for h in only.symbols] == ["f0", "f1", "f2"]  # SYMBOLS_PER_FILE, best first
+    assert only.to_json()["symbols"][0] == {"id": "a.py:f0", "kind": "function", "qualified_name": "f0",
+                                            "start_line": 1, "end_line": 2}
+
+
+def test_test_files_count_less_unless_the_question_is_about_tests() -> None:
+    hits = [hit("tests/test_a.py", 0.9, "t")]
+    rows = [file_row("tests/test_a.py", "test"), file_row("a.py")]
+    assert [f.path for f in retrieval.rank_files(rows[1:], hits, about_tests=False)] == ["a.py", "tests/test_a.py"]
+    ranked = retrieval.rank_files(rows, hits, about_tests=False)
+    assert ranked[0].path == "tests/test_a.py"  # both evidences beat one, even weighted
+    assert ranked[0].score == pytest.approx(TEST_FILE_WEIGHT * 2 / (retrieval.RRF_K + 1))
+    assert retrieval.rank_files(rows, hits, about_tests=True)[0].score == pytest.approx(2 / (retrieval.RRF_K + 1))
+
+
+# --- split_report: the pieces of an issue report ---------------------------------------------------
+
+REPORT = '''Session.send fails with proxies
+
+```python
+s = requests.Session()
+s.get(url, proxies={"https": "http://p:3128"})
+```
+
+Traceback (most recent call last):
+  File "/usr/lib/python3/site-packages/requests/sessions.py", line 555, in get
+    return self.request("GET", url, **kwargs)
+requests.exceptions.ProxyError: HTTPSConnectionPool(host='x', port=443): Max retries exceeded
+    at com.google.gson.Gson.fromJson(Gson.java:932)
+thread 'main' panicked at 'index out of bounds', src/main.rs:10:5
+It worked in 2.18.
+'''
+
+
+def test_a_report_is_read_as_prose_a_code_block_and_its_error_lines() -> None:
+    prose, pieces = retrieval.split_report(REPORT)
+    assert prose == "Session.send fails with proxies\n\nIt worked in 2.18."
+    assert pieces[0] == 's = requests.Session()\ns.get(url, proxies={"https": "http://p:3128"})'
+    assert pieces[1].splitlines() == [
+        "requests.exceptions.ProxyError: HTTPSConnectionPool(host='x', port=443): Max retries exceeded",
+        "thread 'main' panicked at 'index out of bounds', src/main.rs:10:5"]
+    parsed = parse_query(REPORT)
+    assert parsed.semantic == prose and parsed.pieces == pieces
+    assert {"Session.send", "get"} <= set(parsed.symbols)  # the trace still names symbols for BM25
+
+
+def test_a_plain_question_has_no_pieces_and_an_error_alone_stays_the_query() -> None:
+    assert retrieval.split_report("how does the cart compute its total?") == ("how does the cart compute its total?", ())
+    prose, pieces = retrieval.split_report("ValueError: invalid literal for int() with base 10")
+    assert prose == "ValueError: invalid literal for int() with base 10" and pieces == (prose,)
+
+
+def test_fused_rankings_reward_rows_several_pieces_agree_on() -> None:
+    main = [{"id": "a"}, {"id": "b"}, {"id": "c"}]
+    piece = [{"id": "c"}, {"id": "d"}]
+    fused = retrieval.fuse_ranked([main, piece])
+    assert [row["id"] for row in fused] == ["c", "a", "b", "d"]
+    assert fused[0]["_score_value"] == pytest.approx(1 / (retrieval.RRF_K + 3) + 1 / (retrieval.RRF_K + 1))

@@ -123,6 +123,27 @@ def test_files_and_module_code_come_back_as_hits(searcher):
     assert first.exact and (first.kind, first.file_path, first.start_line) == ("file", "web/js/locale/de.js", 1)
 
 
+def test_files_are_results_with_the_symbols_that_ranked_them(searcher):
+    result = searcher.search("sample", "how is an order CSV turned into products?", SearchOptions(k=5, hyde=False))
+    assert 1 <= len(result.files) <= 5 and len({f.path for f in result.files}) == len(result.files)
+    top = result.files[0]
+    assert top.path == "shop/csv_parser.py" and top.role == "source" and top.bm25_rank and top.symbol_rank
+    assert {h.file_path for h in top.symbols} == {"shop/csv_parser.py"} and "file" not in {h.kind for h in top.symbols}
+    scores = [f.score for f in result.files]
+    assert scores == sorted(scores, reverse=True)
+    data = result.to_json()["files"][0]
+    assert set(data) == {"path", "score", "role", "language", "symbols"}
+    assert set(data["symbols"][0]) == {"id", "kind", "qualified_name", "start_line", "end_line"}
+
+
+def test_a_file_found_by_its_whole_text_is_listed(searcher):
+    """Whole-file BM25 lists a file whose words are spread over it, not gathered in one row."""
+    result = searcher.search("sample", "Warenkorb Menge Versand Januar vor", SearchOptions(k=3, hyde=False, mode="bm25"))
+    assert result.files[0].path == "web/js/locale/de.js" and result.files[0].bm25_rank == 1
+    vector_only = searcher.search("sample", "Warenkorb", SearchOptions(k=3, hyde=False, mode="vector"))
+    assert all(f.bm25_rank is None for f in vector_only.files)
+
+
 def test_role_is_a_filter(searcher):
     docs = searcher.search("sample", "how is the shop laid out", SearchOptions(k=8, hyde=False, role="docs"))
     assert docs.results and {h.role for h in docs.results} == {"docs"}

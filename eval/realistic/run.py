@@ -51,6 +51,8 @@ CONFIGS: dict[str, dict] = {
     "codeqa-bm25": {"mode": "bm25"},
     "codeqa-linear": {"fusion": "linear"},
     "codeqa-k30": {"k": 30},  # 30 symbols (pool 90): more files to rank; function metrics stay @10
+    "codeqa-symbol-files": {"files": False},  # files in the order of their symbols, `result.files` unused
+    "codeqa-nopieces": {"pieces": False},  # one query vector: no code-block / error-line vectors
     "codeqa+rerank": {"rerank": True},
     "codeqa+hyde": {"hyde": True},
 }
@@ -125,12 +127,10 @@ def indexed_symbols(snapshot: Snapshot, base: Settings, paths: list[str]) -> set
             for r in snapshot.symbol_rows(base, paths, ["file_path", "qualified_name"])}
 
 
-def result_files(result) -> list[str] | None:
-    """The paths of a search result's own file list, when the search returns one."""
-    listed = getattr(result, "files", None)
-    if listed is None:
-        return None
-    return [f["path"] if isinstance(f, dict) else getattr(f, "path", None) or f.file_path for f in listed]
+def result_files(result, own_files: bool = True) -> list[str] | None:
+    """The paths of a search result's own file list (`files`), unless the config scores files
+    in the order of their symbols."""
+    return [f.path for f in result.files] if own_files else None
 
 
 def _row(item: Item, snapshot: Snapshot, files: list[str], symbols: list[tuple[str, str]], ms: float,
@@ -175,13 +175,15 @@ def search_all(run: Run, items: list[Item], snapshots: dict[tuple[str, str], Sna
                     for name in configs:
                         if name in unavailable:
                             continue
-                        options = SearchOptions(**{**SEARCH_DEFAULTS, **CONFIGS[name]})
+                        config = dict(CONFIGS[name])
+                        own_files = config.pop("files", True)
+                        options = SearchOptions(**{**SEARCH_DEFAULTS, **config})
                         result = retriever.search(snapshot.index_name, item.query, options)
                         if options.rerank and not result.rerank.get("used"):
                             unavailable[name] = str(result.rerank.get("reason") or "no reason given")
                             continue
                         hits = [(h.file_path, h.qualified_name) for h in result.results]
-                        files = ranked_files([p for p, _ in hits], result_files(result))
+                        files = ranked_files([p for p, _ in hits], result_files(result, own_files))
                         results[name].append(_row(item, snapshot, files, hits,
                                                   result.timings_ms.get("total", 0.0), known))
                     done += 1

@@ -80,7 +80,8 @@ def test_commits_are_indexed_in_time_order_once_each(make_item: MakeItem) -> Non
     assert commits_in_order(items) == {"o/r": ["c1", "c2"]}
 
 
-def test_result_files_reads_the_search_file_list_when_there_is_one() -> None:
-    listed = SimpleNamespace(files=[{"path": "a.py"}, SimpleNamespace(path="b.py", score=1.0)], results=[])
+def test_result_files_reads_the_search_file_list_unless_the_config_ranks_by_symbols() -> None:
+    listed = SimpleNamespace(files=[SimpleNamespace(path="a.py", score=2.0), SimpleNamespace(path="b.py", score=1.0)],
+                             results=[])
     assert result_files(listed) == ["a.py", "b.py"]
-    assert result_files(SimpleNamespace(results=[])) is None
+    assert result_files(listed, own_files=False) is None

@@ -14,6 +14,7 @@ from config import Settings
 from retrieval import Retriever, SearchOptions
 
 from realistic.snapshots import SnapshotStore
+from realistic.vector_cache import default_store
 
 pytestmark = pytest.mark.integration
 
@@ -67,3 +68,23 @@ def test_a_snapshot_survives_later_commits_and_cleanup(tmp_path: Path) -> None:
         assert MARKER in texts.get(zebra.sha256)
     finally:
         texts.close()
+
+
+def test_a_text_is_embedded_once_even_across_caches(tmp_path: Path) -> None:
+    """Vectors harvested from one cache's snapshot serve another cache's index run: the model
+    embeds nothing the first run embedded, and the second index searches alike."""
+    base = Settings(data_dir=tmp_path / "unused")
+    work = tmp_path / "work"
+    shutil.copytree(SAMPLE_REPO / "shop", work / "shop")
+    first = SnapshotStore(tmp_path / "a").index(REPO, "c1", work, base)
+    assert first.report["model_embedded"] > 0
+
+    vectors = default_store(tmp_path / "b")
+    try:
+        assert vectors.harvest(first.directory / "lancedb") == first.report["model_embedded"]
+    finally:
+        vectors.close()
+    second = SnapshotStore(tmp_path / "b").index(REPO, "c1", work, base)
+    assert second.report["model_embedded"] == 0 and second.report["embedded"] > 0
+    query = "how is an order CSV turned into products?"
+    assert names_found(second.settings(base), query) == names_found(first.settings(base), query)
