@@ -41,6 +41,7 @@ from embeddings import get_embedder
 from errors import CLI_ERRORS, CodeQAError, cli_exit, is_valid_unicode
 from languages import DOC_KIND, DOC_LANGUAGES, FILE_KIND, INDEXED_EXTENSIONS, LANGUAGES, ROLES
 from llm import LLMClient, LLMUnavailable
+from ranking import FileHit, rank_files
 
 if TYPE_CHECKING:
     from services import Services
@@ -61,13 +62,9 @@ ANN_EF = 100  # HNSW search breadth where a table has a vector index (recall@30 
 # Tests restate the code they test; unless the question is about tests, they rank a bit lower.
 # Measured on the eval: file hit@5 0.741 → 0.793, MRR 0.450 → 0.486 (0.6 scored the same).
 TEST_FILE_WEIGHT = 0.8
-# Files as results: each file's evidence is its whole-file BM25 rank (the `file_text` of its file
-# row, against every distinct term of the question) and the rank of its best row in the symbol
-# pool; the two are fused by reciprocal rank (k = RRF_K, the constant LanceDB's own fusion uses).
-FILE_BM25_POOL = 50  # files whole-file BM25 ranks
+FILE_BM25_POOL = 50  # files whole-file BM25 ranks, as evidence for the file ranking (ranking.py)
 MAX_FILE_TERMS = 400  # distinct query terms whole-file BM25 matches (a long report has ~300)
-RRF_K = 60
-SYMBOLS_PER_FILE = 3  # of a listed file: the rows that made it rank
+RRF_K = 60  # reciprocal-rank fusion of a report's query vectors (LanceDB's own constant)
 _TEST_WORDS = re.compile(r"\btests?\b|\bspecs?\b|pytest|unittest", re.IGNORECASE)
 
 
@@ -173,24 +170,6 @@ class Hit:
 
 
 @dataclass
-class FileHit:
-    """One file of the answer: its fused score and the rows of it that ranked best."""
-
-    path: str
-    score: float
-    role: str
-    language: str
-    bm25_rank: int | None  # in whole-file BM25 (1 = best), None if not in its pool
-    symbol_rank: int | None  # of its best row among the files of the symbol pool
-    symbols: list[Hit]
-
-    def to_json(self) -> dict:
-        return {"path": self.path, "score": round(self.score, 6), "role": self.role, "language": self.language,
-                "symbols": [{"id": h.id, "kind": h.kind, "qualified_name": h.qualified_name,
-                             "start_line": h.start_line, "end_line": h.end_line} for h in self.symbols]}
-
-
-@dataclass
 class SearchResult:
     id: str
     query: str
@@ -200,7 +179,15 @@ class SearchResult:
     rerank: dict
     hyde: dict
     notices: list[str] = field(default_factory=list)
-    files: list[FileHit] = field(default_factory=list)
+    files: list[FileHit] = field(default_factory=list)  # the best k files
+    file_candidates: list[FileHit] = field(default_factory=list)  # every file with evidence, best first
+
+    def hits_by_file(self) -> list[Hit]:
+        """The hits in the order of the file ranking: each listed file's best rows, file by file,
+        then the other hits in their own order. What the chat's context and sources show."""
+        ordered = [hit for file in self.files for hit in file.symbols]
+        seen = {hit.id for hit in ordered}
+        return ordered + [hit for hit in self.results if hit.id not in seen]
 
     def to_json(self) -> dict:
         return {"id": self.id, "query": self.query, "expanded_query": self.expanded_query,
@@ -445,12 +432,12 @@ class Retriever:
         hits, rerank = self._rerank(parsed, pool, options, stages, notices, report)
         with stages.time("files"):
             bm25_files = self._whole_file_bm25(repo, parsed, options) if options.mode != "vector" else []
-            files = rank_files(bm25_files, hits, parsed.about_tests)[:options.k]
+            candidates = rank_files(bm25_files, hits, parsed.about_tests)
         stages.timings["total"] = (time.perf_counter() - started) * 1000
         return SearchResult(id=query_id or uuid.uuid4().hex[:12], query=text,
                             expanded_query=search_text.text if hyde["used"] else "",
                             results=hits[:options.k], timings_ms=stages.timings, rerank=rerank,
-                            hyde=hyde, notices=notices, files=files)
+                            hyde=hyde, notices=notices, files=candidates[:options.k], file_candidates=candidates)
 
     # HyDE ---------------------------------------------------------------------------------------
 
@@ -703,31 +690,6 @@ def fuse_ranked(lists: list[list[dict]]) -> list[dict]:
     for key, row in fused.items():
         row["_score_value"] = scores[key]
     return sorted(fused.values(), key=lambda row: -row["_score_value"])
-
-
-def rank_files(bm25_files: list[dict], hits: list[Hit], about_tests: bool) -> list[FileHit]:
-    """Files best first, from two kinds of evidence fused by reciprocal rank: where whole-file
-    BM25 put the file, and where its best row stands among the files of the symbol pool (`hits`,
-    best first). A test file counts TEST_FILE_WEIGHT less unless the question is about tests,
-    as its rows do."""
-    by_file: dict[str, list[Hit]] = {}
-    for hit in hits:
-        by_file.setdefault(hit.file_path, []).append(hit)
-    files: dict[str, FileHit] = {}
-    for rank, (path, rows) in enumerate(by_file.items(), 1):
-        files[path] = FileHit(path, 1.0 / (RRF_K + rank), rows[0].role, rows[0].language, None, rank,
-                              [h for h in rows if h.kind != FILE_KIND][:SYMBOLS_PER_FILE])
-    for rank, row in enumerate(bm25_files, 1):
-        path = row["file_path"]
-        found = files.get(path) or files.setdefault(
-            path, FileHit(path, 0.0, row["role"], row["language"], None, None, []))
-        found.bm25_rank = rank
-        found.score += 1.0 / (RRF_K + rank)
-    if not about_tests:
-        for file in files.values():
-            if file.role == "test":
-                file.score *= TEST_FILE_WEIGHT
-    return sorted(files.values(), key=lambda f: (-f.score, f.path))
 
 
 def _with_question(generated: ParsedQuery, question: ParsedQuery) -> ParsedQuery:

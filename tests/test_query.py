@@ -150,42 +150,6 @@ def test_a_file_row_gives_its_place_to_a_definition_of_its_own_file() -> None:
     assert [h.kind for h in ranked[2:]] == ["file", "module", "file", "file"]
 
 
-# --- rank_files ----------------------------------------------------------------------------------
-
-def file_row(path: str, role: str = "source") -> dict:
-    return {"file_path": path, "role": role, "language": "python"}
-
-
-def test_a_file_both_evidences_agree_on_outranks_a_file_only_one_finds() -> None:
-    hits = [hit("a.py", 0.9, "lucky"), hit("b.py", 0.8, "one"), hit("b.py", 0.7, "two")]
-    files = retrieval.rank_files([file_row("b.py"), file_row("c.py")], hits, about_tests=False)
-    assert [f.path for f in files] == ["b.py", "a.py", "c.py"]
-    b = files[0]
-    assert (b.bm25_rank, b.symbol_rank) == (1, 2)
-    assert [h.name for h in b.symbols] == ["one", "two"]
-    assert files[2].symbols == [] and files[2].symbol_rank is None  # found by its whole text alone
-
-
-def test_a_listed_file_shows_its_best_definitions_not_its_file_row() -> None:
-    row = hit("a.py", 0.9, "a.py")
-    row.kind = "file"
-    hits = [row] + [hit("a.py", 0.5 - i / 10, f"f{i}") for i in range(4)]
-    (only,) = retrieval.rank_files([], hits, about_tests=False)
-    assert [h.name for h in only.symbols] == ["f0", "f1", "f2"]  # SYMBOLS_PER_FILE, best first
-    assert only.to_json()["symbols"][0] == {"id": "a.py:f0", "kind": "function", "qualified_name": "f0",
-                                            "start_line": 1, "end_line": 2}
-
-
-def test_test_files_count_less_unless_the_question_is_about_tests() -> None:
-    hits = [hit("tests/test_a.py", 0.9, "t")]
-    rows = [file_row("tests/test_a.py", "test"), file_row("a.py")]
-    assert [f.path for f in retrieval.rank_files(rows[1:], hits, about_tests=False)] == ["a.py", "tests/test_a.py"]
-    ranked = retrieval.rank_files(rows, hits, about_tests=False)
-    assert ranked[0].path == "tests/test_a.py"  # both evidences beat one, even weighted
-    assert ranked[0].score == pytest.approx(TEST_FILE_WEIGHT * 2 / (retrieval.RRF_K + 1))
-    assert retrieval.rank_files(rows, hits, about_tests=True)[0].score == pytest.approx(2 / (retrieval.RRF_K + 1))
-
-
 # --- split_report: the pieces of an issue report ---------------------------------------------------
 
 REPORT = '''Session.send fails with proxies
