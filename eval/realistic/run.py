@@ -52,7 +52,7 @@ CONFIGS: dict[str, dict] = {
     "codeqa-linear": {"fusion": "linear"},
     "codeqa-k30": {"k": 30},  # 30 symbols (pool 90): more files to rank; function metrics stay @10
     "codeqa-symbol-files": {"files": False},  # files in the order of their symbols, `result.files` unused
-    "codeqa-nopieces": {"pieces": False},  # one query vector: no code-block / error-line vectors
+    "codeqa+pieces": {"pieces": True},  # a report's code blocks and error lines get query vectors too
     "codeqa+rerank": {"rerank": True},
     "codeqa+hyde": {"hyde": True},
 }
