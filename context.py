@@ -35,11 +35,11 @@ class AssembledContext:
         return self.packed.text
 
     def sources(self) -> list[dict]:
-        """What each command brought, then the search hits (best files first, each with its best
-        rows), each labelled by who brought it."""
+        """What each command brought, then the search hits (in the order of the file ranking),
+        each labelled by who brought it."""
         out = [source for r in self.resolutions for source in r.sources]
         if self.search:
-            out += [{**hit.to_json(), "source": CODEBASE_LABEL} for hit in self.search.hits_by_file()]
+            out += [{**hit.to_json(), "source": CODEBASE_LABEL} for hit in self.search.results]
         return out
 
     def summary(self) -> dict:
@@ -98,7 +98,7 @@ class ContextBuilder:
             notices += search.notices
             names = parse_query(query).symbols
             base = len(parsed.lookups) * COMMAND_RANK
-            for number, hit in enumerate(search.hits_by_file()):
+            for number, hit in enumerate(search.results):
                 row = {"file_path": hit.file_path, "start_line": hit.start_line, "end_line": hit.end_line,
                        "qualified_name": hit.qualified_name}
                 found = lookup.definition_spans(row, CODEBASE_LABEL, base + number)

@@ -41,7 +41,7 @@ from embeddings import get_embedder
 from errors import CLI_ERRORS, CodeQAError, cli_exit, is_valid_unicode
 from languages import DOC_KIND, DOC_LANGUAGES, FILE_KIND, INDEXED_EXTENSIONS, LANGUAGES, ROLES
 from llm import LLMClient, LLMUnavailable
-from ranking import FileHit, rank_files
+from ranking import FileHit, hits_in_file_order, rank_files
 
 if TYPE_CHECKING:
     from services import Services
@@ -183,13 +183,6 @@ class SearchResult:
     notices: list[str] = field(default_factory=list)
     files: list[FileHit] = field(default_factory=list)  # the best k files
     file_candidates: list[FileHit] = field(default_factory=list)  # every file with evidence, best first
-
-    def hits_by_file(self) -> list[Hit]:
-        """The hits in the order of the file ranking: each listed file's best rows, file by file,
-        then the other hits in their own order. What the chat's context and sources show."""
-        ordered = [hit for file in self.files for hit in file.symbols]
-        seen = {hit.id for hit in ordered}
-        return ordered + [hit for hit in self.results if hit.id not in seen]
 
     def to_json(self) -> dict:
         return {"id": self.id, "query": self.query, "expanded_query": self.expanded_query,
@@ -435,6 +428,7 @@ class Retriever:
         with stages.time("files"):
             bm25_files = self._whole_file_bm25(repo, parsed, options) if options.mode != "vector" else []
             candidates = rank_files(bm25_files, hits, parsed.about_tests)
+            hits = hits_in_file_order(hits, candidates[:options.k])
         stages.timings["total"] = (time.perf_counter() - started) * 1000
         return SearchResult(id=query_id or uuid.uuid4().hex[:12], query=text,
                             expanded_query=search_text.text if hyde["used"] else "",

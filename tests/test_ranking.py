@@ -8,7 +8,7 @@ import math
 import pytest
 
 import ranking
-from ranking import FEATURES, FileRanker, file_features, rank_files
+from ranking import FEATURES, FileRanker, file_features, hits_in_file_order, rank_files
 from test_query import hit
 
 pytestmark = pytest.mark.unit
@@ -81,12 +81,10 @@ def test_the_shipped_model_weighs_only_known_features(tmp_path) -> None:
         FileRanker.load(wrong)
 
 
-def test_the_chat_reads_hits_file_by_file_in_the_file_ranking() -> None:
-    from retrieval import SearchResult
-
-    hits = [hit("a.py", 0.9, "a1"), hit("b.py", 0.8, "b1"), hit("a.py", 0.7, "a2"), hit("c.py", 0.6, "c1")]
-    files = rank_files([bm25("b.py", 5.0)], hits, about_tests=False, ranker=RECIPROCAL)
-    result = SearchResult(id="q", query="q", expanded_query="", results=hits, timings_ms={}, rerank={}, hyde={},
-                          files=files[:2])
-    assert [f.path for f in files[:2]] == ["b.py", "a.py"]
-    assert [h.name for h in result.hits_by_file()] == ["b1", "a1", "a2", "c1"]
+def test_symbols_follow_the_file_ranking_after_what_the_question_names() -> None:
+    hits = [hit("a.py", 0.9, "a1"), hit("b.py", 0.8, "b1"), hit("a.py", 0.7, "a2"), hit("c.py", 0.6, "c1"),
+            hit("d.py", 0.5, "named")]
+    hits[4].exact = True
+    files = rank_files([bm25("b.py", 5.0)], hits, about_tests=False, ranker=RECIPROCAL)[:2]
+    assert [f.path for f in files] == ["b.py", "a.py"]
+    assert [h.name for h in hits_in_file_order(hits, files)] == ["named", "b1", "a1", "a2", "c1"]

@@ -9,19 +9,13 @@ that have gold symbols (a fix that only touched module-level code has gold files
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 FILE_METRICS = ("file_hit@5", "file_recall@5", "file_recall@10", "file_mrr@10")
 FUNCTION_METRICS = ("func_recall@10", "func_hit@10")
 METRICS = FILE_METRICS + FUNCTION_METRICS
 LABELS = {"file_hit@5": "file hit@5", "file_recall@5": "file R@5", "file_recall@10": "file R@10",
           "file_mrr@10": "file MRR@10", "func_recall@10": "func R@10", "func_hit@10": "func hit@10"}
-
-
-def ranked_files(symbol_files: Iterable[str], files: Iterable[str] | None = None) -> list[str]:
-    """A search's file ranking: its own file list when it has one, else the order in which
-    files first appear among its ranked symbols."""
-    return list(dict.fromkeys(files if files is not None else symbol_files))
 
 
 def _rank(wanted, ranking: list) -> int | None:

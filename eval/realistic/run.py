@@ -39,7 +39,7 @@ from config import Settings  # noqa: E402
 from realistic.baseline import BASELINES, WholeFileBM25, rank_symbols  # noqa: E402
 from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror  # noqa: E402
 from realistic.items import Item, load_items, names_file  # noqa: E402
-from realistic.metrics import markdown_table, ranked_files, score_item, standard_groups  # noqa: E402
+from realistic.metrics import markdown_table, score_item, standard_groups  # noqa: E402
 from realistic.snapshots import Snapshot, SnapshotStore  # noqa: E402
 
 K = 10
@@ -51,7 +51,6 @@ CONFIGS: dict[str, dict] = {
     "codeqa-bm25": {"mode": "bm25"},
     "codeqa-linear": {"fusion": "linear"},
     "codeqa-k30": {"k": 30},  # 30 symbols (pool 90): more files to rank; function metrics stay @10
-    "codeqa-symbol-files": {"files": False},  # files in the order of their symbols, `result.files` unused
     "codeqa+pieces": {"pieces": True},  # a report's code blocks and error lines get query vectors too
     "codeqa+rerank": {"rerank": True},
     "codeqa+hyde": {"hyde": True},
@@ -127,10 +126,9 @@ def indexed_symbols(snapshot: Snapshot, base: Settings, paths: list[str]) -> set
             for r in snapshot.symbol_rows(base, paths, ["file_path", "qualified_name"])}
 
 
-def result_files(result, own_files: bool = True) -> list[str] | None:
-    """The paths of a search result's own file list (`files`), unless the config scores files
-    in the order of their symbols."""
-    return [f.path for f in result.files] if own_files else None
+def result_files(result) -> list[str]:
+    """The paths of a search result's own file ranking (`files`)."""
+    return [f.path for f in result.files]
 
 
 def _row(item: Item, snapshot: Snapshot, files: list[str], symbols: list[tuple[str, str]], ms: float,
@@ -176,14 +174,13 @@ def search_all(run: Run, items: list[Item], snapshots: dict[tuple[str, str], Sna
                         if name in unavailable:
                             continue
                         config = dict(CONFIGS[name])
-                        own_files = config.pop("files", True)
                         options = SearchOptions(**{**SEARCH_DEFAULTS, **config})
                         result = retriever.search(snapshot.index_name, item.query, options)
                         if options.rerank and not result.rerank.get("used"):
                             unavailable[name] = str(result.rerank.get("reason") or "no reason given")
                             continue
                         hits = [(h.file_path, h.qualified_name) for h in result.results]
-                        files = ranked_files([p for p, _ in hits], result_files(result, own_files))
+                        files = result_files(result)
                         results[name].append(_row(item, snapshot, files, hits,
                                                   result.timings_ms.get("total", 0.0), known))
                     done += 1

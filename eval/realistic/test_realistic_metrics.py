@@ -8,17 +8,12 @@ from types import SimpleNamespace
 import pytest
 
 from realistic.items import Item
-from realistic.metrics import markdown_table, ranked_files, score_item, standard_groups, summarize
+from realistic.metrics import markdown_table, score_item, standard_groups, summarize
 from realistic.run import commits_in_order, result_files, select
 
 MakeItem = Callable[..., Item]
 
 pytestmark = pytest.mark.unit
-
-
-def test_file_ranking_is_first_appearance_unless_the_search_lists_files() -> None:
-    assert ranked_files(["a.py", "b.py", "a.py", "c.py"]) == ["a.py", "b.py", "c.py"]
-    assert ranked_files(["a.py"], files=["z.py", "a.py"]) == ["z.py", "a.py"]
 
 
 def test_score_item_file_and_function_metrics() -> None:
@@ -80,8 +75,7 @@ def test_commits_are_indexed_in_time_order_once_each(make_item: MakeItem) -> Non
     assert commits_in_order(items) == {"o/r": ["c1", "c2"]}
 
 
-def test_result_files_reads_the_search_file_list_unless_the_config_ranks_by_symbols() -> None:
+def test_result_files_reads_the_search_file_list() -> None:
     listed = SimpleNamespace(files=[SimpleNamespace(path="a.py", score=2.0), SimpleNamespace(path="b.py", score=1.0)],
                              results=[])
     assert result_files(listed) == ["a.py", "b.py"]
-    assert result_files(listed, own_files=False) is None

@@ -1,4 +1,4 @@
-"""Train the file ranker (`ranker.json`) on the realistic eval's train split.
+"""Train the file ranker (`models/file_ranker.json`) on the realistic eval's train split.
 
     python eval/realistic/train_ranker.py                  # every train item with a snapshot
     python eval/realistic/train_ranker.py --limit 8        # each repository's 8 earliest items
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repos", nargs="+", metavar="OWNER/NAME", help="only these train repositories")
     parser.add_argument("--limit", type=int, help="each repository's N earliest items")
     parser.add_argument("--cache", type=Path, help="the eval cache (default: $CODEQA_EVAL_CACHE)")
-    parser.add_argument("--dry-run", action="store_true", help="report only; leave ranker.json as it is")
+    parser.add_argument("--dry-run", action="store_true", help="report only; leave the model file as it is")
     args = parser.parse_args(argv)
     store = SnapshotStore(args.cache or default_cache())
     items = [i for i in select(load_items(), "train", args.repos, args.limit)
