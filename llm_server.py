@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
-import os
 import subprocess
 import sys
 import threading

@@ -15,7 +15,6 @@ from http.server import BaseHTTPRequestHandler
 
 import psutil
 import pytest
-import redis
 
 from app import close_app, create_app
 from conftest import ROOT, http_server
