@@ -88,3 +88,13 @@ def test_symbols_follow_the_file_ranking_after_what_the_question_names() -> None
     files = rank_files([bm25("b.py", 5.0)], hits, about_tests=False, ranker=RECIPROCAL)[:2]
     assert [f.path for f in files] == ["b.py", "a.py"]
     assert [h.name for h in hits_in_file_order(hits, files)] == ["named", "b1", "a1", "a2", "c1"]
+
+
+def test_docs_sections_keep_their_places_while_code_follows_the_file_ranking() -> None:
+    hits = [hit("a.py", 0.9, "a1"), hit("docs/intro.md", 0.85, "Intro"), hit("b.py", 0.8, "b1"),
+            hit("docs/faq.md", 0.7, "FAQ")]
+    for doc in (hits[1], hits[3]):
+        doc.language = "markdown"
+    files = rank_files([bm25("b.py", 5.0)], hits, about_tests=False, ranker=RECIPROCAL)
+    assert [f.path for f in files if f.path.endswith(".py")] == ["b.py", "a.py"]
+    assert [h.name for h in hits_in_file_order(hits, files)] == ["b1", "Intro", "a1", "FAQ"]
