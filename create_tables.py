@@ -293,12 +293,13 @@ def _scan(table, columns: list[str], where: str | None = None) -> pa.Table:
     return (query.where(where) if where else query).to_arrow()
 
 
-# Columns added to a schema after tables of it were written, and the SQL value old rows get.
-_ADDED_COLUMN_DEFAULTS = {"mtime_ns": "CAST(0 AS BIGINT)", "index_version": "CAST(1 AS INT)"}
+# Registry columns added after registries were written, and the SQL value old rows get. A
+# repo's own tables need none: one of another layout is rebuilt (`INDEX_VERSION`), not patched.
+_ADDED_COLUMN_DEFAULTS = {"index_version": "CAST(1 AS INT)"}
 
 
 def _add_missing_columns(table, schema: pa.Schema) -> None:
-    """Bring a table an older version wrote up to `schema`: new columns get their defaults."""
+    """Bring a registry an older version wrote up to `schema`: new columns get their defaults."""
     missing = [name for name in schema.names if name not in table.schema.names]
     if missing:
         table.add_columns({name: _ADDED_COLUMN_DEFAULTS[name] for name in missing})
@@ -546,9 +547,7 @@ class RepoTables:
         name = table_name(self.info, kind)
         if name not in existing:
             return self.db.create_table(name, schema=schema, exist_ok=True)
-        table = self.db.open_table(name)
-        _add_missing_columns(table, schema)
-        return table
+        return self.db.open_table(name)
 
     @property
     def symbol_tables(self):
