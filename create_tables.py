@@ -31,6 +31,7 @@ import os
 import re
 import secrets
 import stat
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from datetime import timedelta
@@ -43,7 +44,6 @@ import pyarrow as pa
 from lancedb.index import FTS, HnswSq
 
 from config import Settings
-from embeddings import Embedder
 from errors import CodeQAError, UnavailableError, one_line
 from languages import DOC_KIND, MODULE_KIND
 from records import ManifestEntry, RepoInfo
@@ -63,6 +63,12 @@ FILE_TEXT_COLUMN = "file_text"
 FILE_TEXT_CHARS = 300_000  # of a file's text; longer files (rare: data, generated) are cut
 MAX_STORED_REFERENCES = 50
 EMBED_TEXT_CHARS = 2000
+# What `embedding_text` reads of a row (plus its id and text hash, to write the vector back).
+EMBEDDED_COLUMNS = ("id", "text_hash", "kind", "qualified_name", "file_path", "signature", "doc", "code",
+                    "imports", "top_level_names")
+# A row is searchable by text as soon as it is written; its vector comes after (`fill_vectors`).
+NO_VECTOR = "vector IS NULL"
+HAS_VECTOR = "vector IS NOT NULL"
 EMBED_LIST_CHARS = 300  # of a file row's imports, and of its defined names, in its embedded text
 # Above this many rows a table gets an HNSW vector index: flat search of 30,000 rows took
 # ~30 ms, HNSW ~5 ms at recall@30 0.99 (Django, 384-d).
@@ -571,15 +577,34 @@ class RepoTables:
         return paths
 
     def cached_vectors(self, file_paths: Sequence[str]) -> dict[str, np.ndarray]:
-        """text_hash → vector for rows about to be replaced, so unchanged symbols skip embedding."""
+        """text_hash → vector for rows about to be replaced, so unchanged symbols keep theirs."""
         cache: dict[str, np.ndarray] = {}
         for table in self.row_tables:
             for chunk in _chunks(list(file_paths), 500):
-                found = _scan(table, ["text_hash", "vector"], sql_in("file_path", chunk))
+                found = _scan(table, ["text_hash", "vector"], f"{sql_in('file_path', chunk)} AND {HAS_VECTOR}")
                 for text_hash, vector in zip(found["text_hash"].to_pylist(),
                                              found["vector"].to_numpy(zero_copy_only=False)):
                     cache[text_hash] = vector
         return cache
+
+    def rows_without_vectors(self, table) -> list[dict]:
+        """The rows of `table` still waiting for their vector, with what `embedding_text` reads."""
+        columns = [c for c in EMBEDDED_COLUMNS if c in table.schema.names]
+        return _scan(table, columns, NO_VECTOR).to_pylist()
+
+    def store_vectors(self, table, ids: Sequence[str], vectors: np.ndarray) -> None:
+        """Write the vectors of these rows (matched on id); their other columns stay as they are."""
+        schema = pa.schema([table.schema.field("id"), table.schema.field("vector")])
+        data = pa.Table.from_arrays([pa.array(list(ids), pa.string()),
+                                     pa.FixedSizeListArray.from_arrays(
+                                         pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel()),
+                                         self.info.embedding_dim)], schema=schema)
+        table.merge_insert("id").when_matched_update_all().execute(data)
+
+    def vector_counts(self) -> tuple[int, int]:
+        """(rows, rows without a vector yet) over the row tables."""
+        return (sum(t.count_rows() for t in self.row_tables),
+                sum(t.count_rows(NO_VECTOR) for t in self.row_tables))
 
     def delete_files(self, file_paths: Sequence[str]) -> None:
         """Remove rows first, manifest entries last (see module docstring)."""
@@ -590,14 +615,15 @@ class RepoTables:
 
     def replace_files(self, entries: Sequence[ManifestEntry], rows: Mapping[str, list[dict]]) -> None:
         """Swap in the new rows of these files, by table name (one atomic merge per table: a
-        search never sees a file without rows), then record them in the manifest."""
+        search never sees a file without rows), then record them in the manifest. A row's
+        vector may be None: it waits for `fill_vectors` (null, which vector search skips)."""
         if not entries:
             return
         of_files = sql_in("file_path", [entry.file_path for entry in entries])
         for name, table in zip(ROW_TABLES, self.row_tables):
             data = pa.Table.from_pylist(rows.get(name, []), schema=table.schema)
             (table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
-             .when_not_matched_by_source_delete(of_files).execute(data))
+             .when_not_matched_by_source_delete(of_files).execute(data, on_bad_vectors="null"))
         self.update_manifest(entries)
 
     def update_manifest(self, entries: Sequence[ManifestEntry]) -> None:
@@ -630,13 +656,15 @@ class RepoTables:
 
     def finish(self) -> None:
         """Create missing indexes, fold new rows into them and compact; old versions go after a
-        grace period (a reader may still be on one)."""
+        grace period (a reader may still be on one). The vector index waits for the vectors:
+        built while rows still lack theirs, it would hold only some (later rows are searched
+        flat until the next compaction folds them in)."""
         for table in self.row_tables:
             rows = table.count_rows()
             if rows == 0:
                 continue
             indexed = {tuple(ix.columns) for ix in table.list_indices()}
-            if ("vector",) not in indexed and rows >= ANN_MIN_ROWS:
+            if ("vector",) not in indexed and rows >= ANN_MIN_ROWS and not table.count_rows(NO_VECTOR):
                 table.create_index("vector", config=HnswSq(distance_type="cosine",
                                                            num_partitions=max(1, rows // 8192)))
             text_columns = FTS_COLUMNS + ((FILE_TEXT_COLUMN,) if table is self.modules else ())
@@ -658,16 +686,41 @@ class RepoTables:
                 "files": self.files.count_rows()}
 
 
-def embed_rows(rows: list[dict], embedder: Embedder, cache: dict[str, np.ndarray]) -> int:
-    """Fill `vector` for each row, reusing cached vectors by text hash; returns how many were embedded."""
-    todo = [row for row in rows if row["text_hash"] not in cache]
-    if todo:
-        vectors = embedder.embed([embedding_text(row) for row in todo])
-        for row, vector in zip(todo, vectors):
-            cache[row["text_hash"]] = vector
+def reuse_vectors(rows: list[dict], cache: Mapping[str, np.ndarray]) -> int:
+    """Give each row the vector of its text from `cache` (the replaced rows' vectors), or none
+    yet (`fill_vectors` embeds it after the run made the repo searchable); returns how many
+    rows wait for a vector."""
+    waiting = 0
     for row in rows:
-        row["vector"] = cache[row["text_hash"]]
-    return len({row["text_hash"] for row in todo})
+        row["vector"] = cache.get(row["text_hash"])
+        waiting += row["vector"] is None
+    return waiting
+
+
+@dataclass(frozen=True)
+class EmbeddingBatch:
+    """Distinct texts to embed in one call, and the rows (by id) each text's vector goes to."""
+
+    texts: list[str]
+    row_ids: list[list[str]]
+
+    @property
+    def rows(self) -> int:
+        return sum(map(len, self.row_ids))
+
+
+def embedding_batches(rows: Iterable[Mapping], size: int) -> list[EmbeddingBatch]:
+    """Rows waiting for vectors as batches of at most `size` distinct texts, shortest first.
+
+    Identical texts (a method copied between files, generated twins) are embedded once; texts
+    of like length share a batch, so the model pads little."""
+    by_hash: dict[str, tuple[str, list[str]]] = {}
+    for row in rows:
+        text, ids = by_hash.setdefault(row["text_hash"], (embedding_text(row), []))
+        ids.append(row["id"])
+    ordered = sorted(by_hash.values(), key=lambda item: len(item[0]))
+    return [EmbeddingBatch([text for text, _ in chunk], [ids for _, ids in chunk])
+            for chunk in _chunks(ordered, size)]
 
 
 def capped_code(code: str) -> str:

@@ -184,6 +184,8 @@ class RepoSummary(BaseModel):
     references: int
     languages: dict[str, int]
     indexed_at: float = Field(description="Unix time of the last index run")
+    embedded_percent: int = Field(description="rows with their vector so far (below 100 while an index run "
+                                              "embeds: those rows are found by their text meanwhile)")
 
 
 class ReposOutput(BaseModel):

@@ -26,13 +26,14 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 import lancedb
+import numpy as np
 from tqdm import tqdm
 
 import create_tables as tables_mod
 from config import Settings
 from create_tables import RepoTables
 from doc_sections import split_sections
-from embeddings import Embedder, get_embedder
+from embeddings import Embedder, EmbeddingError, get_embedder
 from errors import CLI_ERRORS, CodeQAError, cli_exit
 from index_lock import IndexBusyError, RepoLock
 from index_plan import IndexPlan, plan_index, recorded_mtime
@@ -46,6 +47,10 @@ from services import Services
 from treesitter import MAX_NESTING, ParsedFile, parse_source
 
 log = logging.getLogger("codeqa.index")
+
+# Distinct texts embedded (and their vectors written) at a time: a few seconds of the local
+# model on CPU, so progress moves and a crash loses little; shorter batches cost more merges.
+VECTOR_BATCH = 512
 
 
 class NothingToIndexError(CodeQAError):
@@ -71,7 +76,9 @@ class IndexReport:
     modules: int = 0
     references: int = 0
     references_updated: int = 0
-    embedded: int = 0
+    embedded: int = 0  # distinct texts embedded
+    rows: int = 0
+    vectors_pending: int = 0
     skipped: Counter = field(default_factory=Counter)
     skipped_examples: dict = field(default_factory=dict)
     non_utf8: int = 0
@@ -89,6 +96,7 @@ class IndexReport:
             references=self.references,
             added=self.added, changed=self.changed, deleted=self.deleted,
             unchanged=self.unchanged, embedded=self.embedded,
+            rows=self.rows, vectors_pending=self.vectors_pending,
             skipped=dict(self.skipped), non_utf8=self.non_utf8,
             syntax_errors=len(self.syntax_errors),
             timings={k: round(v, 3) for k, v in self.timings.items()},
@@ -337,7 +345,7 @@ def _index_locked(root_path: Path, settings: Settings, name: str, rebuild: bool,
     interrupted = repo.info.references_pending
     if plan.writes and not staging:
         tables_mod.save_repo(db, replace(repo.info, references_pending=True))
-    _write_files(repo, plan.to_write, embedder, settings.write_batch, report, progress, walked_at, lock)
+    _write_files(repo, plan.to_write, settings.write_batch, report, progress, walked_at, lock)
     if plan.restat:
         with _stage(report, "write"):
             repo.update_manifest(plan.restat)
@@ -349,16 +357,56 @@ def _index_locked(root_path: Path, settings: Settings, name: str, rebuild: bool,
     with _stage(report, "optimize"):
         repo.finish()
 
+    # Searchable now: by text, names, paths and references, and by meaning where rows kept
+    # their vectors. The vectors of new and changed rows come next, in this run.
     counts = repo.counts()
     report.methods, report.classes, report.docs = counts["methods"], counts["classes"], counts["docs"]
     report.modules = counts["modules"]
+    report.rows, report.vectors_pending = repo.vector_counts()
+    report.timings["searchable"] = time.perf_counter() - started
+    lock.check()
+    info = replace(repo.info, indexed_at=time.time(), stats=report.stats(), references_pending=False)
+    tables_mod.save_repo(db, info)
+    if staging:
+        tables_mod.drop_other_generations(db, info)  # searches now use the new generation
+    if report.vectors_pending:
+        try:
+            fill_vectors(repo, info, embedder, report, progress, lock)
+        except EmbeddingError as exc:
+            raise EmbeddingError(f"{exc} ({name} is searchable meanwhile, by text and names and "
+                                 f"{report.stats().embedded_percent}% of its vectors; run the index "
+                                 "again to embed the rest.)") from exc
+        with _stage(report, "optimize"):
+            repo.finish()  # now with the vector index
     report.timings["total"] = time.perf_counter() - started
     lock.check()
-    tables_mod.save_repo(db, replace(repo.info, indexed_at=time.time(), stats=report.stats(),
-                                     references_pending=False))
-    if staging:
-        tables_mod.drop_other_generations(db, repo.info)  # searches now use the new generation
+    tables_mod.save_repo(db, replace(info, stats=report.stats()))
     return report
+
+
+def fill_vectors(repo: RepoTables, info: RepoInfo, embedder: Embedder, report: IndexReport,
+                 progress: bool | None, lock: RepoLock) -> None:
+    """Embed every row that has no vector yet (this run's new rows, or what an interrupted run
+    left), writing each batch as soon as it is done and the count still waiting to the registry
+    (the web app shows it; search ranks the waiting rows by their text meanwhile). A crash
+    loses at most one batch: the next run finds the rest still without vectors."""
+    bar = tqdm(total=report.vectors_pending, unit="row", desc="Embedding",
+               disable=None if progress is None else not progress)
+    try:
+        for table in repo.row_tables:
+            for batch in tables_mod.embedding_batches(repo.rows_without_vectors(table), VECTOR_BATCH):
+                with _stage(report, "embed"):
+                    vectors = embedder.embed(batch.texts)
+                ids = [row_id for row_ids in batch.row_ids for row_id in row_ids]
+                with _stage(report, "write"):
+                    lock.check()
+                    repo.store_vectors(table, ids, np.repeat(vectors, list(map(len, batch.row_ids)), axis=0))
+                report.embedded += len(batch.texts)
+                report.vectors_pending -= batch.rows
+                tables_mod.save_repo(repo.db, replace(info, stats=report.stats()))
+                bar.update(batch.rows)
+    finally:
+        bar.close()
 
 
 def _report_plan(report: IndexReport, plan: IndexPlan, walked: WalkReport) -> None:
@@ -372,10 +420,11 @@ def _report_plan(report: IndexReport, plan: IndexPlan, walked: WalkReport) -> No
     report.unchanged = len(plan.unchanged)
 
 
-def _write_files(repo: RepoTables, todo: list[SourceFile], embedder: Embedder, batch_size: int,
-                 report: IndexReport, progress: bool | None, walked_at: int, lock: RepoLock) -> None:
-    """Parse, embed and write the files that changed, a batch at a time (while the lock is ours)."""
-    bar = tqdm(total=len(todo), unit="file", desc="Indexing", disable=None if progress is None else not progress)
+def _write_files(repo: RepoTables, todo: list[SourceFile], batch_size: int, report: IndexReport,
+                 progress: bool | None, walked_at: int, lock: RepoLock) -> None:
+    """Parse and write the files that changed, a batch at a time (while the lock is ours).
+    Rows whose text is unchanged keep their vector; the others get theirs in `fill_vectors`."""
+    bar = tqdm(total=len(todo), unit="file", desc="Parsing", disable=None if progress is None else not progress)
     try:
         for start in range(0, len(todo), batch_size):
             batch = todo[start:start + batch_size]
@@ -389,10 +438,9 @@ def _write_files(repo: RepoTables, todo: list[SourceFile], embedder: Embedder, b
                         report.too_deep[file.path] = rows.too_deep
                     parsed.append(rows)
             rows = {name: [r for p in parsed for r in p.rows[name]] for name in tables_mod.ROW_TABLES}
-            with _stage(report, "embed"):
-                cache = repo.cached_vectors([f.path for f in batch])
-                report.embedded += tables_mod.embed_rows([r for t in rows.values() for r in t], embedder, cache)
             with _stage(report, "write"):
+                tables_mod.reuse_vectors([r for t in rows.values() for r in t],
+                                         repo.cached_vectors([f.path for f in batch]))
                 lock.check()
                 repo.replace_files([p.manifest for p in parsed], rows)
             bar.update(len(batch))
@@ -464,6 +512,9 @@ def _format_report(report: IndexReport) -> str:
                  f"{sum(report.files_by_language.values())} files, {report.modules} module-code chunks; "
                  f"{report.references} references ({report.references_updated} rows updated); "
                  f"{report.embedded} texts embedded")
+    if report.vectors_pending:
+        lines.append(f"  {report.vectors_pending} of {report.rows} rows have no vector yet (found by their text "
+                     "until the next run embeds them)")
     for reason, count in report.skipped.most_common():
         examples = ", ".join(report.skipped_examples.get(reason, [])[:3])
         lines.append(f"  skipped {count} {reason}" + (f" (e.g. {examples})" if examples else ""))
@@ -492,7 +543,8 @@ def _format_repos(repos: list[RepoInfo]) -> str:
         lines.append(f"{info.name}\t{info.root}\n  {stats.files} files, {stats.methods} methods, "
                      f"{stats.classes} classes, {stats.docs} docs, "
                      f"{stats.references} references; model {info.embedding_model} "
-                     f"({info.embedding_dim}-d); last indexed {when}")
+                     f"({info.embedding_dim}-d); last indexed {when}"
+                     + (f"; {stats.embedded_percent}% embedded" if stats.embedded_percent < 100 else ""))
     return "\n".join(lines)
 
 

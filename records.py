@@ -139,6 +139,8 @@ class RepoStats:
     deleted: int = 0
     unchanged: int = 0
     embedded: int = 0
+    rows: int = 0  # searchable rows, file and module rows included
+    vectors_pending: int = 0  # rows searchable by text only, until the run's embedding reaches them
     skipped: dict[str, int] = field(default_factory=dict)
     non_utf8: int = 0
     syntax_errors: int = 0
@@ -146,6 +148,13 @@ class RepoStats:
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @property
+    def embedded_percent(self) -> int:
+        """How many of the rows have their vector, in whole percent (100 only when all do)."""
+        if not self.vectors_pending or not self.rows:
+            return 100
+        return min(99, (self.rows - self.vectors_pending) * 100 // self.rows)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "RepoStats":
@@ -194,7 +203,8 @@ class RepoInfo:
         stats = self.stats
         return {"name": self.name, "root": self.root, "files": stats.files, "methods": stats.methods,
                 "classes": stats.classes, "docs": stats.docs, "references": stats.references,
-                "indexed_at": self.indexed_at, "languages": stats.files_by_language}
+                "indexed_at": self.indexed_at, "languages": stats.files_by_language,
+                "embedded_percent": stats.embedded_percent}
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "RepoInfo":

@@ -387,10 +387,16 @@ class Retriever:
             raise create_tables.IndexNotReadyError(
                 f"{repo.name}'s index run stopped before it finished: run `python preprocessing.py index` "
                 "on it again.")
-        if running is not None and running.purpose == "rebuild":
-            return repo, [f"{repo.name} is being re-indexed: these results come from its index as it "
-                          "was before, until the new one is complete."]
-        return repo, []
+        notices = []
+        if running is not None and running.purpose == "rebuild" and repo.indexed_at < running.acquired_at:
+            notices.append(f"{repo.name} is being re-indexed: these results come from its index as it "
+                           "was before, until the new one is searchable.")
+        if repo.stats.vectors_pending:
+            state = ("its index run is embedding them now" if running is not None else
+                     "the index run that was embedding them stopped: run `python preprocessing.py index` again")
+            notices.append(f"{repo.stats.embedded_percent}% of {repo.name}'s rows have their vectors so far "
+                           f"({state}); the others are found by their text and names meanwhile.")
+        return repo, notices
 
     def _lock_holder(self, repo: create_tables.RepoInfo) -> index_lock.LockHolder | None:
         """Who is (re-)indexing the repo. A lock read costs a few ms, so a searchable repo's answer
@@ -472,7 +478,8 @@ class Retriever:
         tables = {kind: self._table(repo, kind) for kind in create_tables.ROW_TABLES}
         # LanceDB releases the GIL: the tables are searched at the same time.
         found = list(self._pool.map(
-            lambda kind: self._query(tables[kind], vectors[0], query.keywords, options, where, limit), tables))
+            lambda kind: self._query(tables[kind], vectors[0], query.keywords, options, where, limit,
+                                     vectors_partial=repo.stats.vectors_pending > 0), tables))
         if pieces:
             vector_only = replace(options, mode="vector")
             by_piece = list(self._pool.map(
@@ -484,32 +491,40 @@ class Retriever:
         return _rank(hits, query.about_tests)
 
     def _query(self, table, vector, keywords: str, options: SearchOptions, where: str | None,
-               limit: int) -> list[dict]:
+               limit: int, vectors_partial: bool = False) -> list[dict]:
+        """One table's rows for the query, best first, each with its `_score_value`.
+
+        While an index run is still embedding (`vectors_partial`), a hybrid query fuses the
+        vector and text rankings here instead of in LanceDB, so the rows without a vector yet
+        can stand in their text rank for the vector rank they lack (`fuse_hybrid`)."""
         text_query = MultiMatchQuery(keywords, list(create_tables.FTS_COLUMNS), boosts=FTS_BOOSTS) if keywords else None
+        if options.mode == "hybrid" and text_query is not None and vectors_partial:
+            return fuse_hybrid(self._vector_rows(table, vector, where, limit),
+                               self._text_rows(table, text_query, where, limit))
         if options.mode == "vector" or (options.mode == "hybrid" and text_query is None):
-            builder = table.search(vector, query_type="vector").distance_type("cosine").ef(ANN_EF)
-            score = lambda row: 1.0 - row["_distance"]  # noqa: E731
-        elif options.mode == "bm25":
-            if text_query is None:
-                return []
-            builder = table.search(text_query, query_type="fts")
-            score = lambda row: row["_score"]  # noqa: E731
-        else:
-            fusion = (LinearCombinationReranker(weight=0.7) if options.fusion == "linear"
-                      else RRFReranker())
-            builder = (table.search(query_type="hybrid").vector(vector).text(text_query)
-                       .distance_type("cosine").ef(ANN_EF).rerank(fusion))
-            score = lambda row: row["_relevance_score"]  # noqa: E731
-        if where:
-            builder = builder.where(where, prefilter=True)
-        # Naming the score column keeps lance from warning about its auto-projection; a hybrid
-        # query can't name them (each sub-query lacks the other's column).
-        scoring = {"vector": ["_distance"], "bm25": ["_score"]}.get(
-            "vector" if text_query is None and options.mode == "hybrid" else options.mode, [])
-        rows = builder.select(SELECT + scoring).limit(limit).to_list()
-        for row in rows:
-            row["_score_value"] = float(score(row))
-        return rows
+            return self._vector_rows(table, vector, where, limit)
+        if options.mode == "bm25":
+            return self._text_rows(table, text_query, where, limit) if text_query is not None else []
+        fusion = LinearCombinationReranker(weight=0.7) if options.fusion == "linear" else RRFReranker(K=RRF_K)
+        builder = (table.search(query_type="hybrid").vector(vector).text(text_query)
+                   .distance_type("cosine").ef(ANN_EF).rerank(fusion))
+        # A hybrid query can't name its score columns (each sub-query lacks the other's).
+        return _scored(_filtered(builder, where).select(SELECT).limit(limit).to_list(),
+                       lambda row: row["_relevance_score"])
+
+    def _vector_rows(self, table, vector, where: str | None, limit: int) -> list[dict]:
+        builder = table.search(vector, query_type="vector").distance_type("cosine").ef(ANN_EF)
+        # Naming the score column keeps lance from warning about its auto-projection.
+        return _scored(_filtered(builder, where).select(SELECT + ["_distance"]).limit(limit).to_list(),
+                       lambda row: 1.0 - row["_distance"])
+
+    def _text_rows(self, table, text_query, where: str | None, limit: int) -> list[dict]:
+        """BM25 rows, each saying whether it has its vector yet (`_no_vector`)."""
+        columns = {**{column: column for column in SELECT}, "_score": "_score",
+                   "_no_vector": create_tables.NO_VECTOR}
+        builder = table.search(text_query, query_type="fts")
+        return _scored(_filtered(builder, where).select(columns).limit(limit).to_list(),
+                       lambda row: row["_score"])
 
     def _whole_file_bm25(self, repo, parsed: ParsedQuery, options: SearchOptions) -> list[dict]:
         """Files by BM25 over their whole text (`file_text`: the same identifier-aware tokens as
@@ -672,6 +687,28 @@ def _files_yield_to_their_definitions(ranked: list[Hit]) -> list[Hit]:
     for hit in demoted:
         hit.score = floor
     return out + demoted
+
+
+def _filtered(builder, where: str | None):
+    return builder.where(where, prefilter=True) if where else builder
+
+
+def _scored(rows: list[dict], score: Callable[[dict], float]) -> list[dict]:
+    for row in rows:
+        row["_score_value"] = float(score(row))
+    return rows
+
+
+def fuse_hybrid(vector_rows: list[dict], text_rows: list[dict]) -> list[dict]:
+    """Vector and text rankings of one table by reciprocal-rank fusion, as LanceDB's RRF
+    reranker does, except that a text row without a vector yet (`_no_vector`) counts its text
+    rank twice: in place of the vector rank it cannot have, rather than losing to every row
+    that was embedded sooner. A row's `_score_value` becomes its fused score."""
+    fused = fuse_ranked([vector_rows, text_rows])
+    for rank, row in enumerate(text_rows, 1):
+        if row.get("_no_vector"):  # the same dict fuse_ranked kept: no vector list can hold it
+            row["_score_value"] += 1.0 / (RRF_K + rank)
+    return sorted(fused, key=lambda row: -row["_score_value"])
 
 
 def fuse_ranked(lists: list[list[dict]]) -> list[dict]:

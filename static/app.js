@@ -26,6 +26,7 @@ const STORE_KEY = "codeqa.prefs";
 const $ = (id) => document.getElementById(id);
 const el = {
   repo: $("repo-select"),
+  repoEmbedding: $("repo-embedding"),
   hyde: $("hyde-toggle"),
   rerank: $("rerank-toggle"),
   rerankHelp: $("rerank-help"),
@@ -63,6 +64,7 @@ const state = {
   historySeq: 0, // guards against a slow history response for a repo no longer selected
   viewerReturnFocus: null,
   viewerSeq: 0,
+  embeddingPoll: null, // timer re-reading /api/repos while a repo is being embedded
 };
 const messageSources = new WeakMap(); // assistant message element -> {hits, reused, context}
 
@@ -379,7 +381,46 @@ function repoStats(repo) {
   if (languages.length) parts.push(languages.slice(0, 4).join(", "));
   const indexed = indexedDate(repo.indexed_at);
   if (indexed) parts.push(`indexed ${indexed.toLocaleString()}`);
+  if (isEmbedding(repo)) parts.push(embeddingText(repo));
   return parts.join(" · ");
+}
+
+// ---------------------------------------------------------------- embedding progress
+
+const EMBEDDING_POLL_MS = 5000;
+
+function isEmbedding(repo) {
+  return typeof repo?.embedded_percent === "number" && repo.embedded_percent < 100;
+}
+
+function embeddingText(repo) {
+  return `indexing: ${repo.embedded_percent}% embedded`;
+}
+
+/** Shows how far the selected repo's vectors are, and re-reads /api/repos until every repo
+ * has all of them (rows without a vector are searchable by text meanwhile). */
+function showEmbedding() {
+  const repo = currentRepo();
+  el.repoEmbedding.hidden = !isEmbedding(repo);
+  el.repoEmbedding.textContent = isEmbedding(repo) ? embeddingText(repo) : "";
+  el.repoEmbedding.title = isEmbedding(repo) ? "Searchable now; answers improve as the rest are embedded" : "";
+  if (state.config.repos.some(isEmbedding) && !state.embeddingPoll) {
+    state.embeddingPoll = setTimeout(refreshRepos, EMBEDDING_POLL_MS);
+  }
+}
+
+async function refreshRepos() {
+  state.embeddingPoll = null;
+  try {
+    const { repos } = await apiJson("/api/repos");
+    const known = new Map(repos.map((repo) => [repo.name, repo]));
+    // Only the numbers change here: the repo list itself is the page's (reload for new repos).
+    state.config.repos = state.config.repos.map((repo) => known.get(repo.name) || repo);
+  } catch {
+    // The server may be restarting; try again at the next tick.
+  }
+  showEmbedding();
+  updateWelcome();
 }
 
 function indexedDate(value) {
@@ -929,6 +970,7 @@ function wire() {
   el.clear.addEventListener("click", clearChat);
   el.repo.addEventListener("change", () => {
     savePrefs();
+    showEmbedding();
     loadHistory();
   });
   el.hyde.addEventListener("change", savePrefs);
@@ -942,6 +984,7 @@ function wire() {
 function init() {
   const prefs = loadPrefs();
   fillRepos(prefs);
+  showEmbedding();
   applyStatus(prefs);
   // Before wire(): the list's Enter must be handled before the composer's Enter sends.
   attachAutocomplete({

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -285,3 +286,44 @@ def test_autocomplete_suggests_indexed_paths_after_file(page, app_url):
     box.press("Enter")
     expect(box).to_have_value("@file shop/csv_parser.py ")
     expect(page.get_by_test_id("complete-list")).to_be_hidden()
+
+
+class _StopsEmbedding:
+    """The real local model, until the index run has embedded its first batch: then it fails, as
+    an embedding endpoint going down mid-run does, leaving the rest of the rows without vectors."""
+
+    def __init__(self) -> None:
+        from embeddings import EmbeddingError, LocalEmbedder
+
+        self.inner, self.error, self.calls = LocalEmbedder(), EmbeddingError, 0
+        self.model_id = self.inner.model_id
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts):
+        self.calls += 1
+        if self.calls > 1:
+            raise self.error("embedding endpoint went away")
+        return self.inner.embed(texts)
+
+
+def test_a_repo_being_embedded_shows_its_progress_until_done(page, tmp_path, embedded_server):
+    from embeddings import EmbeddingError
+    from preprocessing import index_repo
+
+    data_dir = tmp_path / "data"
+    with pytest.raises(EmbeddingError):
+        index_repo(SAMPLE_REPO, settings_for(data_dir), name="sample", progress=False, embedder=_StopsEmbedding())
+    proc, base = serve(data_dir, embedded_server.base_url())
+    try:
+        page.goto(base)
+        badge = page.get_by_test_id("repo-embedding")
+        expect(badge).to_have_text(re.compile(r"^indexing: \d{1,2}% embedded$"))
+        expect(page.locator("#welcome-stats")).to_contain_text("% embedded")
+        index_repo(SAMPLE_REPO, settings_for(data_dir), name="sample", progress=False)  # finishes the vectors
+        expect(badge).to_be_hidden(timeout=20_000)  # the page re-reads /api/repos while embedding
+        expect(page.locator("#welcome-stats")).not_to_contain_text("embedded")
+    finally:
+        stop(proc)

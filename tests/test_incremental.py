@@ -262,3 +262,55 @@ def test_run_interrupted_before_references_is_repaired_by_the_next(settings, sam
     clean = settings.__class__(data_dir=tmp_path / "clean")
     index_repo(sample_copy, clean, name="s", progress=False)
     assert_same_rows(snapshot(settings, "s"), snapshot(clean, "s"))
+
+
+def test_searchable_before_its_vectors_and_a_killed_fill_resumes(tmp_path):
+    """Rows are searchable as soon as they are parsed; a `kill -9` while they are being embedded
+    leaves a searchable index whose rows without vectors still rank, and the next run embeds
+    only those."""
+    from app import close_app, create_app
+    from retrieval import Retriever, SearchOptions
+
+    repo = tmp_path / "big"
+    make_big_repo(repo, files=150)
+    env = {**os.environ, "CODEQA_DATA_DIR": str(tmp_path / "data")}
+    settings = settings_from_env(env)
+    retriever = Retriever(settings)
+    retriever.embedder.embed(["load the model before the index run starts"])
+    db = create_tables.connect(settings)
+
+    proc = run_cli(["index", str(repo), "--name", "big", "--no-progress"], env)
+    try:
+        partial = None
+        while partial is None and proc.poll() is None:
+            info = create_tables.find_repo(db, "big")
+            if info and info.indexed_at and info.stats.vectors_pending >= 300:
+                partial = info
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert partial is not None, "the run ended before it was seen searchable without its vectors"
+    assert partial.stats.rows == 600 and partial.stats.embedded_percent < 50
+
+    tables = create_tables.RepoTables(db, create_tables.get_repo(db, "big"))
+    rows, pending = tables.vector_counts()
+    assert rows == 600 and pending > 0
+    waiting = next(row for table in tables.row_tables for row in tables.rows_without_vectors(table)
+                   if row["kind"] in ("class", "function"))
+    result = retriever.search("big", waiting["doc"].rstrip("."), SearchOptions(k=5, hyde=False))
+    assert waiting["qualified_name"] in [hit.qualified_name for hit in result.results[:3]], result.results[:3]
+    assert any("have their vectors so far" in notice and "stopped" in notice for notice in result.notices), result.notices
+
+    app = create_app({"TESTING": True, "CODEQA_SETTINGS": settings})
+    try:
+        [listed] = app.test_client().get("/api/repos").get_json()["repos"]
+        assert listed["embedded_percent"] == create_tables.get_repo(db, "big").stats.embedded_percent < 100
+    finally:
+        close_app(app)
+
+    rerun = index_repo(repo, settings, name="big", progress=False)
+    assert (rerun.added, rerun.changed, rerun.deleted) == (0, 0, 0)
+    assert 0 < rerun.embedded <= pending and rerun.vectors_pending == 0
+    assert create_tables.RepoTables(db, create_tables.get_repo(db, "big")).vector_counts() == (600, 0)
+    assert create_tables.get_repo(db, "big").stats.embedded_percent == 100
+    assert not retriever.search("big", "helper", SearchOptions(k=3, hyde=False)).notices

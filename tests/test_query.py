@@ -193,3 +193,17 @@ def test_fused_rankings_reward_rows_several_pieces_agree_on() -> None:
     fused = retrieval.fuse_ranked([main, piece])
     assert [row["id"] for row in fused] == ["c", "a", "b", "d"]
     assert fused[0]["_score_value"] == pytest.approx(1 / (retrieval.RRF_K + 3) + 1 / (retrieval.RRF_K + 1))
+
+
+def test_a_row_without_a_vector_yet_stands_in_its_text_rank_for_the_vector_rank() -> None:
+    vectors = [{"id": "v1"}, {"id": "v2"}, {"id": "both"}]
+    texts = [{"id": "new", "_no_vector": True}, {"id": "both", "_no_vector": False}, {"id": "t3", "_no_vector": False}]
+    fused = retrieval.fuse_hybrid(vectors, texts)
+    # `new` (text rank 1, no vector) counts 1/(K+1) twice; `both` 1/(K+3) + 1/(K+2); `v1` once.
+    assert [row["id"] for row in fused] == ["new", "both", "v1", "v2", "t3"]
+    assert fused[0]["_score_value"] == pytest.approx(2 / (retrieval.RRF_K + 1))
+    # A text-only row that has a vector (it just didn't make the vector list) is not lifted.
+    assert next(r for r in fused if r["id"] == "t3")["_score_value"] == pytest.approx(1 / (retrieval.RRF_K + 3))
+    # With every row embedded, the fusion is LanceDB's plain RRF.
+    plain = retrieval.fuse_hybrid([{"id": "a"}], [{"id": "b", "_no_vector": False}, {"id": "a", "_no_vector": False}])
+    assert [row["id"] for row in plain] == ["a", "b"]
