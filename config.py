@@ -30,6 +30,13 @@ def _env_int(name: str, default: int) -> int:
         raise ConfigError(f"{name} must be an integer, got {raw!r}") from exc
 
 
+def _env_niceness(name: str, default: int) -> int:
+    value = _env_int(name, default)
+    if not 0 <= value <= 19:
+        raise ConfigError(f"{name} must be a POSIX nice increment from 0 to 19, got {value}")
+    return value
+
+
 def _env_float(name: str, default: float) -> float:
     raw = _env(name)
     if not raw:
@@ -77,6 +84,9 @@ class Settings:
     llm_timeout: float = 120.0
     local_llm: bool = True  # start the embedded llama.cpp server when no endpoint is set
     local_llm_threads: int = 1
+    # How far below normal CPU priority the embedded LLM server and index runs work (POSIX nice
+    # 0-19): on a machine with few cores, the web app's searches go first.
+    background_niceness: int = 10
 
     # Reranking
     rerank: bool = False
@@ -120,6 +130,7 @@ class Settings:
             llm_timeout=_env_float("CODEQA_LLM_TIMEOUT", 120.0),
             local_llm=_env_bool("CODEQA_LOCAL_LLM", True),
             local_llm_threads=_env_int("CODEQA_LOCAL_LLM_THREADS", 1),
+            background_niceness=_env_niceness("CODEQA_BACKGROUND_NICENESS", 10),
             rerank=_env_bool("CODEQA_RERANK", False),
             colbert_model=_env("CODEQA_COLBERT_MODEL", "answerdotai/answerai-colbert-small-v1"),
             context_tokens=_env_int("CODEQA_CONTEXT_TOKENS", 1800),

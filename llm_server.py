@@ -19,7 +19,7 @@ import psutil
 from config import Settings
 from errors import LLMUnavailable, one_line
 from llm_weights import ensure_model_file, model_path
-from servers import answers, forget_state, free_port, read_state, wait_until_ready, write_state
+from servers import answers, forget_state, free_port, niced, read_state, wait_until_ready, write_state
 
 EMBEDDED_MODEL_NAME = "qwen2.5-coder-0.5b-instruct"  # the model alias the server answers to
 
@@ -155,8 +155,10 @@ class LocalLLMServer:
             "--interrupt_requests", "False",
         ]  # fmt: skip
         with self.log_path.open("ab") as log:
+            # Below the app's priority: a chat being answered must not hold up searches.
             proc = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+                niced(command, self.settings.background_niceness),
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             )
         return proc, port, log_start
 

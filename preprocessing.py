@@ -43,6 +43,7 @@ from module_code import chunks_with_rows, file_head
 from records import FileParse, ManifestEntry, RepoInfo, RepoStats, SymbolInfo
 from references import resolve_references
 from repo_files import RepoPathError, SourceFile, WalkReport, walk_repo
+from servers import yield_cpu
 from services import Services
 from treesitter import MAX_NESTING, ParsedFile, parse_source
 
@@ -611,6 +612,8 @@ def main(argv: list[str] | None = None, prog: str = "preprocessing.py") -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         services = Services(Settings.from_env())
+        if args.command in ("index", "watch"):
+            yield_cpu(services.settings.background_niceness)  # searches of a running web app go first
         if args.command == "index":
             report = index_repo(args.path, services.settings, name=args.name, rebuild=args.rebuild,
                                 progress=False if args.no_progress else None, db=services.db, wait=args.wait)

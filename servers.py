@@ -1,4 +1,5 @@
-"""Local server processes: a free loopback port to start one on, and waiting until it answers.
+"""Local server processes: a free loopback port to start one on, waiting until it answers,
+and the CPU priority of work that must not slow interactive searches.
 
 The embedded LLM server, the test suite's Redis and web servers and the load benchmark all
 start a process and poll it until it is ready; this is the one place that knows how.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -16,6 +18,19 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+
+
+def niced(command: Sequence[str], niceness: int) -> list[str]:
+    """`command`, run `niceness` steps below normal CPU priority through POSIX `nice` where it
+    exists: on a machine with few cores, the web app's searches then go first."""
+    tool = shutil.which("nice") if niceness > 0 else None
+    return [tool, "-n", str(niceness), *command] if tool else list(command)
+
+
+def yield_cpu(niceness: int) -> None:
+    """Lower this process's CPU priority by `niceness` (threads started later inherit it)."""
+    if niceness > 0 and hasattr(os, "nice"):
+        os.nice(niceness)
 
 
 def free_port() -> int:

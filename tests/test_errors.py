@@ -64,3 +64,10 @@ def test_the_http_api_maps_errors_through_the_base(tmp_path) -> None:
         assert client.get("/api/nothing-here").status_code == 404
     finally:
         close_app(app)
+
+
+@pytest.mark.parametrize("raw", ["-1", "20", "low"])
+def test_background_niceness_is_a_nice_increment(monkeypatch, raw: str) -> None:
+    monkeypatch.setenv("CODEQA_BACKGROUND_NICENESS", raw)
+    with pytest.raises(ConfigError, match="CODEQA_BACKGROUND_NICENESS must be"):
+        Settings.from_env()

@@ -30,6 +30,16 @@ def test_second_server_adopts_running_one_and_leaves_it_running(
     assert embedded_server.running_url() == embedded_server.base_url()
 
 
+def test_the_server_and_its_threads_run_below_the_apps_priority(
+    embedded_settings: Settings, embedded_server: LocalLLMServer
+) -> None:
+    server = psutil.Process(embedded_server.pid)
+    assert "llama_cpp.server" in server.cmdline()  # `nice` ran it in its own place
+    expected = min(19, os.getpriority(os.PRIO_PROCESS, 0) + embedded_settings.background_niceness)
+    assert embedded_settings.background_niceness == 10
+    assert {os.getpriority(os.PRIO_PROCESS, thread.id) for thread in server.threads()} == {expected}
+
+
 def llama_servers_under(data_dir: Path) -> list[psutil.Process]:
     """Our children that run llama_cpp.server on a model inside `data_dir`."""
     return [
