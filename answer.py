@@ -53,7 +53,7 @@ class ChatTurn:
     user: str
     repo: str
     message: str
-    hyde: bool = True
+    hyde: bool = False
     rerank: bool | None = None  # None: the CODEQA_RERANK setting, as for every search
 
 

@@ -187,7 +187,7 @@ def chat() -> Response:
     data = json_body()
     info = repo_info(data.get("repo"))
     message = text_field(data, "message", MAX_MESSAGE_CHARS)
-    turn = ChatTurn(user=user_id(), repo=info.name, message=message, hyde=flag(data, "hyde", True),
+    turn = ChatTurn(user=user_id(), repo=info.name, message=message, hyde=flag(data, "hyde", False),
                     rerank=optional_flag(data, "rerank"))
     events = services().chat.run(turn)
     return Response(stream_with_context(sse(events)), mimetype="text/event-stream",

@@ -183,7 +183,7 @@ def test_llm_down_still_searches_and_says_so(indexed_sample):
     settings, _ = indexed_sample
     with http_server(lambda request: None) as (url, _):
         closed = url  # the server closes when the block ends: a port nobody answers on
-    result = no_llm_retriever(settings, closed).search("sample", "cart total", SearchOptions(k=3))
+    result = no_llm_retriever(settings, closed).search("sample", "cart total", SearchOptions(k=3, hyde=True))
     assert result.hyde["used"] is False and "unreachable" in result.hyde["reason"]
     assert any("HyDE skipped" in n for n in result.notices)
     assert len(result.results) == 3
@@ -196,7 +196,7 @@ def test_llm_timeout_still_searches(indexed_sample):
         time.sleep(3)
 
     with http_server(never_answer) as (url, _):
-        result = no_llm_retriever(settings, url, timeout=0.5).search("sample", "cart total", SearchOptions(k=3))
+        result = no_llm_retriever(settings, url, timeout=0.5).search("sample", "cart total", SearchOptions(k=3, hyde=True))
     assert result.hyde["used"] is False and "timeout" in result.hyde["reason"]
     assert len(result.results) == 3
 
