@@ -258,7 +258,7 @@ def test_cli_json_batch_and_errors(indexed_sample, tmp_path):
     assert [line["id"] for line in lines] == ["a", "b", "c"]
     assert len(lines[0]["results"]) == 3 and "error" in lines[2]
 
-    single = run_cli(["search", "--repo", "sample", "--lang", "go", "cart store"], settings)
+    single = run_cli(["search", "--repo", "sample", "--lang", "go", "--hyde", "cart store"], settings)
     assert single.returncode == 0 and "go/" in single.stdout
     assert "HyDE skipped" in single.stdout  # no LLM configured: said, not hidden
 
