@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -129,9 +130,11 @@ def dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def bench_full_and_reindex(root: Path) -> dict:
+def bench_full_and_reindex(root: Path, keep: Path | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        data_dir = Path(tmp) / "data"
+        data_dir = keep or Path(tmp) / "data"
+        if keep and data_dir.exists():
+            shutil.rmtree(data_dir)  # a full index from nothing
         full_s, stats = run_index(root, data_dir)
         peak_rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         target = max((p for p in root.rglob("*.py")), key=lambda p: p.stat().st_size)
@@ -165,6 +168,8 @@ def main() -> None:
     parser.add_argument("--skip-full", action="store_true")
     parser.add_argument("--path", type=Path, help="fully index this tree instead of the package's --subdir "
                         "(parse and embedding speed are still measured on the package)")
+    parser.add_argument("--keep", type=Path, metavar="DATA_DIR",
+                        help="build the full index here and keep it (repo 'bench'), e.g. for load_bench.py")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
@@ -177,7 +182,7 @@ def main() -> None:
     results["embedding"] = bench_embedding(source / args.subdir, args.embed_sample)
     print("embedding:", json.dumps(results["embedding"]), flush=True)
     if not args.skip_full:
-        results["index"] = index = bench_full_and_reindex(args.path or source / args.subdir)
+        results["index"] = index = bench_full_and_reindex(args.path or source / args.subdir, args.keep)
         encode_s = results["embedding"]["raw_encode_s"] * 1000 / results["embedding"]["texts"]
         # The yardstick: each time as a multiple of encoding 1,000 chunks in this run.
         results["ratios_to_1000_chunk_encode"] = {
