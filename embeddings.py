@@ -45,7 +45,7 @@ class LocalEmbedder:
     model_id = f"local:{LOCAL_MODEL_NAME}"
 
     def __init__(self, batch_size: int = 32, threads: int | None = None, device: str = "cpu",
-                 max_tokens: int = 256) -> None:
+                 max_tokens: int = Settings.embedding_max_tokens) -> None:
         self.batch_size = batch_size
         self.device = device
         self.max_tokens = max_tokens
