@@ -76,7 +76,7 @@ class Settings:
     embedding_api_key: str = ""
     embedding_batch_size: int = 32
     embedding_device: str = "auto"  # local model: "auto" (a CUDA GPU when torch sees one), "cpu", "cuda"
-    embedding_max_tokens: int = 256  # local model: tokens read per text (its max_seq_length)
+    embedding_max_tokens: int = 128  # local model: tokens read per text (its max_seq_length); see README
 
     # Chat/HyDE LLM: any OpenAI-compatible endpoint; empty base URL = embedded llama.cpp.
     llm_base_url: str = ""
@@ -126,7 +126,7 @@ class Settings:
             embedding_api_key=_env("CODEQA_EMBEDDING_API_KEY", openai_key),
             embedding_batch_size=_env_int("CODEQA_EMBEDDING_BATCH_SIZE", 32),
             embedding_device=_env("CODEQA_EMBEDDING_DEVICE", "auto").lower(),
-            embedding_max_tokens=_env_int("CODEQA_EMBEDDING_MAX_TOKENS", 256),
+            embedding_max_tokens=_env_int("CODEQA_EMBEDDING_MAX_TOKENS", 128),
             llm_base_url=_env("CODEQA_LLM_BASE_URL"),
             llm_api_key=_env("CODEQA_LLM_API_KEY", openai_key),
             hyde_model=_env("CODEQA_HYDE_MODEL"),
