@@ -1,6 +1,6 @@
 """Search latency on a large index (Django 5.2.8's whole sdist: ~40,000 symbols).
 
-    python bench/search_bench.py [--queries 200] [--with-llm] [--json out.json]
+    python bench/search_bench.py [--queries 200] [--with-llm] [--json out.json] [--data-dir DIR --repo NAME]
 
 Plain search (HyDE and rerank off, one torch thread, query embedding included) is timed on
 queries made from the index's own docstrings. `--with-llm` also measures the HyDE cost per
@@ -53,34 +53,34 @@ def ensure_index(settings: Settings) -> dict:
             "index_s": round(report.timings["total"], 1)}
 
 
-def docstring_queries(settings: Settings, count: int) -> list[str]:
+def docstring_queries(settings: Settings, count: int, repo: str = REPO) -> list[str]:
     import create_tables
 
     db = create_tables.connect(settings)
-    info = create_tables.get_repo(db, REPO)
+    info = create_tables.get_repo(db, repo)
     rows = create_tables.open_table(db, info, "methods").search().where("doc != ''").select(["doc"]).limit(
         None).to_list()
     random.Random(7).shuffle(rows)
     return [r["doc"].strip().splitlines()[0][:200] for r in rows[:count]]
 
 
-def bench_search(settings: Settings, queries: list[str]) -> dict:
+def bench_search(settings: Settings, queries: list[str], repo: str = REPO) -> dict:
     from retrieval import Retriever, SearchOptions
 
     retriever = Retriever(settings, threads=1)
     options = SearchOptions(k=10, hyde=False, rerank=False)
     for query in queries[:10]:
-        retriever.search(REPO, query, options)
+        retriever.search(repo, query, options)
     totals, stages = [], {}
     for query in queries:
-        result = retriever.search(REPO, query, options)
+        result = retriever.search(repo, query, options)
         totals.append(result.timings_ms["total"])
         for stage, ms in result.timings_ms.items():
             stages.setdefault(stage, []).append(ms)
     return {"total": summary(totals), "stages": {s: summary(v) for s, v in stages.items() if s != "total"}}
 
 
-def bench_rerank(settings: Settings, queries: list[str]) -> dict:
+def bench_rerank(settings: Settings, queries: list[str], repo: str = REPO) -> dict:
     from colbert_checkpoint import build_checkpoint
     from retrieval import Retriever, SearchOptions
 
@@ -91,12 +91,12 @@ def bench_rerank(settings: Settings, queries: list[str]) -> dict:
         retriever = Retriever(local, threads=1)
         costs = []
         for query in queries:
-            result = retriever.search(REPO, query, SearchOptions(k=10, hyde=False, rerank=True))
+            result = retriever.search(repo, query, SearchOptions(k=10, hyde=False, rerank=True))
             costs.append(result.timings_ms["rerank"])
     return {"pool": 30, **summary(costs)}
 
 
-def bench_llm(settings: Settings, queries: list[str]) -> dict:
+def bench_llm(settings: Settings, queries: list[str], repo: str = REPO) -> dict:
     from answer import ChatBudget, ChatService, ChatTurn
     from chat_store import ChatStore
     from context import ContextBuilder
@@ -108,7 +108,7 @@ def bench_llm(settings: Settings, queries: list[str]) -> dict:
     retriever = Retriever(settings, llm=llm, threads=1)
     hyde_costs = []
     for query in queries:
-        result = retriever.search(REPO, query, SearchOptions(k=10, hyde=True, rerank=False))
+        result = retriever.search(repo, query, SearchOptions(k=10, hyde=True, rerank=False))
         hyde_costs.append(sum(result.timings_ms.get(s, 0.0) for s in ("hyde", "first_search", "expansion")))
     with tempfile.TemporaryDirectory() as tmp:
         store = ChatStore.connect("", Path(tmp))
@@ -118,7 +118,7 @@ def bench_llm(settings: Settings, queries: list[str]) -> dict:
         for index, query in enumerate(queries):
             started = time.perf_counter()
             first = None
-            for name, data in chat.run(ChatTurn(user=f"bench{index}", repo=REPO, message="@codebase " + query)):
+            for name, data in chat.run(ChatTurn(user=f"bench{index}", repo=repo, message="@codebase " + query)):
                 if name == "token" and first is None:
                     first = time.perf_counter() - started
             totals.append((time.perf_counter() - started) * 1000)
@@ -135,17 +135,22 @@ def main() -> None:
     parser.add_argument("--with-llm", action="store_true")
     parser.add_argument("--llm-queries", type=int, default=3)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--data-dir", type=Path, help="search this existing index instead of building the sdist's")
+    parser.add_argument("--repo", default=REPO, help="the repo to search in --data-dir")
     args = parser.parse_args()
-    settings = Settings.from_env(data_dir=DATA, lancedb_uri="")
-    results = {"index": ensure_index(settings)}
-    print("index:", json.dumps(results["index"]), flush=True)
-    queries = docstring_queries(settings, args.queries)
-    results["search"] = bench_search(settings, queries)
+    settings = Settings.from_env(data_dir=args.data_dir or DATA, lancedb_uri="")
+    if args.data_dir is None:
+        results = {"index": ensure_index(settings)}
+        print("index:", json.dumps(results["index"]), flush=True)
+    else:
+        results = {"index": {"data_dir": str(args.data_dir), "repo": args.repo}}
+    queries = docstring_queries(settings, args.queries, args.repo)
+    results["search"] = bench_search(settings, queries, args.repo)
     print("search:", json.dumps(results["search"]), flush=True)
-    results["rerank"] = bench_rerank(settings, queries[:5])
+    results["rerank"] = bench_rerank(settings, queries[:5], args.repo)
     print("rerank:", json.dumps(results["rerank"]), flush=True)
     if args.with_llm:
-        results["llm"] = bench_llm(settings, queries[:args.llm_queries])
+        results["llm"] = bench_llm(settings, queries[:args.llm_queries], args.repo)
         print("llm:", json.dumps(results["llm"]), flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
