@@ -92,7 +92,7 @@ def bench_embedding(root: Path, sample: int) -> dict:
         if f.language in DOC_LANGUAGES:
             continue
         prepared = preprocessing.file_rows("bench", f, mtime_ns=0)
-        rows += prepared.methods + prepared.classes
+        rows += prepared.rows["methods"] + prepared.rows["classes"]
         if len(rows) >= sample:
             break
     rows = rows[:sample]
