@@ -15,6 +15,7 @@ from config import Settings
 from errors import UnavailableError
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
+LOCAL_DIM = 384  # its vectors' size (tests/test_embeddings.py checks it against the loaded model)
 # The local model's position embeddings: no setting can make it read more tokens than this.
 LOCAL_MAX_POSITIONS = 512
 DEVICES = ("auto", "cpu", "cuda")
@@ -71,7 +72,9 @@ class LocalEmbedder:
 
     @property
     def dim(self) -> int:
-        return int(self._load().get_embedding_dimension())
+        """Known without loading the model: an index run creates its tables (and becomes
+        searchable) before it needs the model, which takes seconds to load."""
+        return LOCAL_DIM
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -123,10 +126,6 @@ class OpenAIEmbedder:
         vectors = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms == 0, 1, norms)
-
-
-_CACHE: dict[tuple, Embedder] = {}
-_CACHE_LOCK = threading.Lock()
 
 
 def pick_device(requested: str, cuda_available: bool) -> str:

@@ -68,8 +68,10 @@ def test_settings_read_device_and_max_tokens_from_the_environment(monkeypatch: p
 def test_the_cpu_device_runs_the_local_model(tmp_path: Path) -> None:
     embedder = get_embedder(Settings(data_dir=tmp_path, embedding_device="cpu"))
     assert isinstance(embedder, LocalEmbedder) and embedder.device == "cpu"
+    fresh = LocalEmbedder(device="cpu")
+    assert fresh.dim == 384 and fresh._model is None  # its size is known without loading it
     vectors = embedder.embed(["def parse_config(path): ...", "class OrderImporter:"])
-    assert vectors.shape == (2, 384)
+    assert vectors.shape == (2, embedder.dim) == (2, embedder._load().get_embedding_dimension())
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
