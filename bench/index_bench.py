@@ -165,6 +165,7 @@ def main() -> None:
     parser.add_argument("--package", default="django==5.2.8")
     parser.add_argument("--subdir", default="django", help="part of the tree to fully index")
     parser.add_argument("--embed-sample", type=int, default=1000)
+    parser.add_argument("--skip-parse", action="store_true")
     parser.add_argument("--skip-full", action="store_true")
     parser.add_argument("--path", type=Path, help="fully index this tree instead of the package's --subdir "
                         "(parse and embedding speed are still measured on the package)")
@@ -176,8 +177,10 @@ def main() -> None:
     source = fetch_source(args.package)
     import torch
     torch.set_num_threads(1)
-    results = {"package": args.package, "parse": bench_parse(source)}
-    print("parse:", json.dumps(results["parse"]), flush=True)
+    results = {"package": args.package}
+    if not args.skip_parse:
+        results["parse"] = bench_parse(source)
+        print("parse:", json.dumps(results["parse"]), flush=True)
     torch.set_num_threads(os.cpu_count() or 1)
     results["embedding"] = bench_embedding(source / args.subdir, args.embed_sample)
     print("embedding:", json.dumps(results["embedding"]), flush=True)
