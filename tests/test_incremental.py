@@ -278,6 +278,7 @@ def test_searchable_before_its_vectors_and_a_killed_fill_resumes(tmp_path):
     retriever = Retriever(settings)
     retriever.embedder.embed(["load the model before the index run starts"])
     db = create_tables.connect(settings)
+    create_tables.list_repos(db)  # the registry exists before the run, so polling never races its creation
 
     proc = run_cli(["index", str(repo), "--name", "big", "--no-progress"], env)
     try:
@@ -290,7 +291,7 @@ def test_searchable_before_its_vectors_and_a_killed_fill_resumes(tmp_path):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     assert partial is not None, "the run ended before it was seen searchable without its vectors"
-    assert partial.stats.rows == 600 and partial.stats.embedded_percent < 50
+    assert partial.stats.rows == 600 and partial.stats.embedded_percent <= 50
 
     tables = create_tables.RepoTables(db, create_tables.get_repo(db, "big"))
     rows, pending = tables.vector_counts()
