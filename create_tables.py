@@ -31,6 +31,7 @@ import os
 import re
 import secrets
 import stat
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -399,7 +400,10 @@ def _registry(db: lancedb.DBConnection):
     rewritten with the key in one commit (a registry is a few rows); columns added since (the
     layout version) are added."""
     if REGISTRY_TABLE not in table_names(db):
-        return db.create_table(REGISTRY_TABLE, schema=REGISTRY_SCHEMA, exist_ok=True)
+        try:
+            return db.create_table(REGISTRY_TABLE, schema=REGISTRY_SCHEMA, exist_ok=True)
+        except ValueError:  # another process was creating it at this moment: it exists now
+            time.sleep(0.2)
     table = db.open_table(REGISTRY_TABLE)
     _add_missing_columns(table, REGISTRY_SCHEMA)
     if has_primary_key(table, "name"):
