@@ -15,11 +15,11 @@ def row(row_id: str, code: str, text_hash: str) -> dict:
             "file_path": "a.py", "signature": "", "doc": "", "code": code}
 
 
-def test_identical_texts_are_embedded_once_and_batches_go_shortest_first() -> None:
-    rows = [row("long", "x" * 300, "h1"), row("copy1", "y", "h2"), row("short", "", "h3"), row("copy2", "y", "h2")]
+def test_identical_texts_are_embedded_once_and_batches_go_longest_first() -> None:
+    rows = [row("copy1", "y", "h2"), row("short", "", "h3"), row("long", "x" * 300, "h1"), row("copy2", "y", "h2")]
     batches = embedding_batches(rows, size=2)
-    assert [b.row_ids for b in batches] == [[["short"], ["copy1", "copy2"]], [["long"]]]
-    assert batches[0].texts == [embedding_text(rows[2]), embedding_text(rows[1])]
+    assert [b.row_ids for b in batches] == [[["long"], ["copy1", "copy2"]], [["short"]]]
+    assert batches[0].texts == [embedding_text(rows[2]), embedding_text(rows[0])]
     assert [b.rows for b in batches] == [3, 1]
     assert embedding_batches([], size=2) == []
 
