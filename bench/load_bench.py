@@ -50,6 +50,7 @@ class User:
         self.random = random.Random(seed)
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
         self.search_ms: list[float] = []
+        self.search_at: list[float] = []  # when each search started (time.perf_counter())
         self.first_token_ms: list[float] = []
         self.errors: list[str] = []
 
@@ -63,6 +64,7 @@ class User:
         try:
             self.post("/api/search", {"repo": self.repo, "query": self.random.choice(QUESTIONS), "k": 10}).read()
             self.search_ms.append((time.perf_counter() - started) * 1000)
+            self.search_at.append(started)
         except (urllib.error.URLError, OSError) as exc:
             self.errors.append(f"search: {exc}")
 
@@ -142,8 +144,10 @@ def main() -> None:
                "chats": len(first_tokens), "first_token_p50_ms": round(percentile(first_tokens, 0.5)),
                "first_token_p95_ms": round(percentile(first_tokens, 0.95)),
                "search_mean_ms": round(statistics.mean(searches), 1) if searches else None,
-               "errors": len(errors), "error_examples": errors[:5]}
-    print(json.dumps(results, indent=2))
+               "errors": len(errors), "error_examples": errors[:5],
+               "search_timeline": sorted([round(at - started, 2), round(ms)] for u in users
+                                         for at, ms in zip(u.search_at, u.search_ms))}
+    print(json.dumps({k: v for k, v in results.items() if k != "search_timeline"}, indent=2))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
 
