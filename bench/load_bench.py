@@ -4,9 +4,11 @@
 
 Starts `python app.py` on a loopback port with the embedded Redis and LLM, then each user
 (own cookie session) loops: four searches, then one @codebase chat read as a stream, pausing
-between actions as a person reading would (`--think`, 0 for none). Reports
-search latency p50/p95, chat time to first token p50/p95 and the error count. Bounded in
-time and requests; talks to 127.0.0.1 only. Not a test.
+between actions as a person reading would (`--think`, 0 for none). Users arrive spread over
+the first `--ramp` seconds (default: one think time), as people do; `--ramp 0` starts all of
+them in the same instant, a burst that measures how long the server takes to drain 20
+simultaneous searches. Reports search latency p50/p95, chat time to first token p50/p95 and
+the error count. Bounded in time and requests; talks to 127.0.0.1 only. Not a test.
 """
 
 from __future__ import annotations
@@ -88,7 +90,8 @@ class User:
         """A person reads between actions: think/2 to 3*think/2 seconds."""
         time.sleep(self.random.uniform(think / 2, think * 1.5))
 
-    def run(self, until: float, rounds: int, think: float) -> None:
+    def run(self, until: float, rounds: int, think: float, arrive_after: float) -> None:
+        time.sleep(arrive_after)
         for _ in range(rounds):
             if time.time() > until:
                 return
@@ -110,6 +113,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=90)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--think", type=float, default=2.0, help="mean pause between a user's actions (s); 0 = none")
+    parser.add_argument("--ramp", type=float, help="users arrive evenly over this many seconds "
+                        "(default: --think; 0 = all at once)")
     parser.add_argument("--data-dir", type=Path, default=ROOT / "bench" / ".cache" / "search-data")
     parser.add_argument("--repo", default="django-sdist")
     parser.add_argument("--json", type=Path)
@@ -124,7 +129,9 @@ def main() -> None:
             warm.search()
         users = [User(base, args.repo, seed) for seed in range(args.users)]
         until = time.time() + args.seconds
-        threads = [threading.Thread(target=u.run, args=(until, args.rounds, args.think)) for u in users]
+        ramp = args.think if args.ramp is None else args.ramp
+        threads = [threading.Thread(target=u.run, args=(until, args.rounds, args.think, ramp * i / len(users)))
+                   for i, u in enumerate(users)]
         started = time.perf_counter()
         for thread in threads:
             thread.start()
@@ -138,7 +145,7 @@ def main() -> None:
     first_tokens = [ms for u in users for ms in u.first_token_ms]
     errors = [e for u in users for e in u.errors]
     results = {"cold_first_search_ms": round(warm.search_ms[0], 1) if warm.search_ms else None,
-               "users": args.users, "think_s": args.think, "seconds": round(elapsed, 1), "searches": len(searches),
+               "users": args.users, "think_s": args.think, "ramp_s": ramp, "seconds": round(elapsed, 1), "searches": len(searches),
                "search_p50_ms": round(percentile(searches, 0.5), 1),
                "search_p95_ms": round(percentile(searches, 0.95), 1),
                "chats": len(first_tokens), "first_token_p50_ms": round(percentile(first_tokens, 0.5)),
