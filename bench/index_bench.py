@@ -130,6 +130,13 @@ def dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+# A function to append to the tree's largest source file, so that one file changes (by suffix).
+ADDED_FUNCTION = {".py": "\n\ndef bench_added_function():\n    return {n}\n",
+                  ".rs": "\n\nfn bench_added_function() -> i32 {{\n    {n}\n}}\n",
+                  ".go": "\n\nfunc benchAddedFunction() int {{\n\treturn {n}\n}}\n",
+                  ".js": "\n\nfunction benchAddedFunction() {{\n  return {n};\n}}\n"}
+
+
 def bench_full_and_reindex(root: Path, keep: Path | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = keep or Path(tmp) / "data"
@@ -137,14 +144,14 @@ def bench_full_and_reindex(root: Path, keep: Path | None = None) -> dict:
             shutil.rmtree(data_dir)  # a full index from nothing
         full_s, stats = run_index(root, data_dir)
         peak_rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        target = max((p for p in root.rglob("*.py")), key=lambda p: p.stat().st_size)
+        target = max((p for p in root.rglob("*") if p.suffix in ADDED_FUNCTION), key=lambda p: p.stat().st_size)
         original = target.read_text()
         try:
-            target.write_text(original + "\n\ndef bench_added_function():\n    return 42\n")
+            target.write_text(original + ADDED_FUNCTION[target.suffix].format(n=42))
             reindex_s, restats = run_index(root, data_dir)
             from preprocessing import index_repo
             start = time.perf_counter()
-            target.write_text(original + "\n\ndef bench_added_function():\n    return 43\n")
+            target.write_text(original + ADDED_FUNCTION[target.suffix].format(n=43))
             index_repo(root, Settings(data_dir=data_dir), name="bench", progress=False)
             inproc_s = time.perf_counter() - start
         finally:
