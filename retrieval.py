@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Callable, Iterator
 os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every hybrid query otherwise; read at import
 import lancedb
 from lancedb.query import MatchQuery, MultiMatchQuery
-from lancedb.rerankers import LinearCombinationReranker, RRFReranker
 
 import create_tables
 import index_lock
@@ -127,7 +126,6 @@ class SearchOptions:
     role: str | None = None  # only files of this role (languages.ROLES)
     mode: str = "hybrid"  # hybrid | vector | bm25
     pool: int | None = None  # candidates per table before rerank; default 3 × k
-    fusion: str = "rrf"  # rrf | linear
     # Also search by the vectors of a report's code blocks and error lines. Off: on the eval's
     # train split it lowered file hit@5 on issue reports (0.80 → 0.70) and doubled search time.
     pieces: bool = False
@@ -425,14 +423,19 @@ class Retriever:
         hyde_ms = sum(stages.timings.get(s, 0.0) for s in ("hyde", "first_search", "expansion"))
         report("hyde", "done" if hyde["used"] else "skipped", hyde_ms if hyde["used"] else None, hyde["reason"])
         report("search", "start", None, "")
+        # Whole-file BM25 and the exact-name lookups need no vector: they run beside the row search.
+        file_rows = self._pool.submit(self._whole_file_bm25, repo, parsed, options) if options.mode != "vector" else None
+        named = [self._pool.submit(self._exact_rows, repo, kind, parsed, options)
+                 for kind in create_tables.ROW_TABLES] if parsed.symbols or parsed.files else []
         with stages.time("search"):
             pool = self._hybrid(repo, search_text, options, options.pool_size(), stages)
         with stages.time("exact"):
-            pool = self._exact_first(repo, parsed, pool, options)
+            pool = _exact_first(parsed, pool, [_hit(row, kind) for kind, rows in
+                                               zip(create_tables.ROW_TABLES, named) for row in rows.result()])
         report("search", "done", stages.timings["search"] + stages.timings["exact"], f"{len(pool)} candidates")
         hits, rerank = self._rerank(parsed, pool, options, stages, notices, report)
         with stages.time("files"):
-            bm25_files = self._whole_file_bm25(repo, parsed, options) if options.mode != "vector" else []
+            bm25_files = file_rows.result() if file_rows is not None else []
             candidates = rank_files(bm25_files, hits, parsed.about_tests)
             hits = hits_in_file_order(hits, candidates[:options.k])
         stages.timings["total"] = (time.perf_counter() - started) * 1000
@@ -470,47 +473,35 @@ class Retriever:
 
     def _hybrid(self, repo, query: ParsedQuery, options: SearchOptions, limit: int,
                 stages: _Stages) -> list[Hit]:
-        """Search every row table; return candidates best first, the tables' rows interleaved."""
-        pieces = list(query.pieces) if options.pieces and options.mode != "bm25" else []
-        with stages.time("embed"):
-            vectors = self.embedder.embed([query.semantic, *pieces]) if options.mode != "bm25" else [None]
-        where = _where(options)
+        """Search every row table; return candidates best first, the tables' rows interleaved.
+
+        Each table's BM25 and vector rankings are fused here (`fuse_hybrid`), not by a LanceDB
+        hybrid query: the BM25 queries need no vector, so they run on the pool while the query
+        is being embedded, and a row still waiting for its vector keeps a fair place."""
         tables = {kind: self._table(repo, kind) for kind in create_tables.ROW_TABLES}
-        # LanceDB releases the GIL: the tables are searched at the same time.
-        found = list(self._pool.map(
-            lambda kind: self._query(tables[kind], vectors[0], query.keywords, options, where, limit,
-                                     vectors_partial=repo.stats.vectors_pending > 0), tables))
-        if pieces:
-            vector_only = replace(options, mode="vector")
-            by_piece = list(self._pool.map(
-                lambda job: self._query(tables[job[0]], job[1], "", vector_only, where, limit),
-                [(kind, vector) for kind in tables for vector in vectors[1:]]))
-            found = [fuse_ranked([rows, *by_piece[i * len(pieces):(i + 1) * len(pieces)]])[:limit]
-                     for i, rows in enumerate(found)]
-        hits = [_hit(row, kind) for kind, rows in zip(tables, found) for row in rows]
+        where = _where(options)
+        text_query = (MultiMatchQuery(query.keywords, list(create_tables.FTS_COLUMNS), boosts=FTS_BOOSTS)
+                      if query.keywords and options.mode != "vector" else None)
+        texts = {kind: self._pool.submit(self._text_rows, tables[kind], text_query, where, limit)
+                 for kind in tables} if text_query is not None else {}
+        vectors: list = []
+        if options.mode != "bm25":
+            pieces = list(query.pieces) if options.pieces else []
+            with stages.time("embed"):
+                vectors = list(self.embedder.embed([query.semantic, *pieces]))
+        # LanceDB releases the GIL: every table and query vector is searched at the same time.
+        by_vector = iter(self._pool.map(lambda job: self._vector_rows(tables[job[0]], job[1], where, limit),
+                                        [(kind, vector) for kind in tables for vector in vectors]))
+        hits = []
+        for kind in tables:
+            vector_lists = [next(by_vector) for _ in vectors]
+            rows = texts[kind].result() if kind in texts else []
+            if vector_lists:
+                rows = fuse_hybrid(vector_lists[0], rows)[:limit] if kind in texts else vector_lists[0]
+            if len(vector_lists) > 1:  # a report's pieces: their vector rankings join the fused one
+                rows = fuse_ranked([rows, *vector_lists[1:]])[:limit]
+            hits += [_hit(row, kind) for row in rows]
         return _rank(hits, query.about_tests)
-
-    def _query(self, table, vector, keywords: str, options: SearchOptions, where: str | None,
-               limit: int, vectors_partial: bool = False) -> list[dict]:
-        """One table's rows for the query, best first, each with its `_score_value`.
-
-        While an index run is still embedding (`vectors_partial`), a hybrid query fuses the
-        vector and text rankings here instead of in LanceDB, so the rows without a vector yet
-        can stand in their text rank for the vector rank they lack (`fuse_hybrid`)."""
-        text_query = MultiMatchQuery(keywords, list(create_tables.FTS_COLUMNS), boosts=FTS_BOOSTS) if keywords else None
-        if options.mode == "hybrid" and text_query is not None and vectors_partial:
-            return fuse_hybrid(self._vector_rows(table, vector, where, limit),
-                               self._text_rows(table, text_query, where, limit))
-        if options.mode == "vector" or (options.mode == "hybrid" and text_query is None):
-            return self._vector_rows(table, vector, where, limit)
-        if options.mode == "bm25":
-            return self._text_rows(table, text_query, where, limit) if text_query is not None else []
-        fusion = LinearCombinationReranker(weight=0.7) if options.fusion == "linear" else RRFReranker(K=RRF_K)
-        builder = (table.search(query_type="hybrid").vector(vector).text(text_query)
-                   .distance_type("cosine").ef(ANN_EF).rerank(fusion))
-        # A hybrid query can't name its score columns (each sub-query lacks the other's).
-        return _scored(_filtered(builder, where).select(SELECT).limit(limit).to_list(),
-                       lambda row: row["_relevance_score"])
 
     def _vector_rows(self, table, vector, where: str | None, limit: int) -> list[dict]:
         builder = table.search(vector, query_type="vector").distance_type("cosine").ef(ANN_EF)
@@ -574,30 +565,6 @@ class Retriever:
         report("rerank", "done", stages.timings["rerank"], "")
         return exact + reranked + rest, {"used": True, "reason": reranker.status().reason}
 
-    def _exact_first(self, repo, parsed: ParsedQuery, hits: list[Hit], options: SearchOptions) -> list[Hit]:
-        """Put rows the question names exactly (symbols, files) on top, in the order named."""
-        if not parsed.symbols and not parsed.files:
-            return hits
-        exact: list[Hit] = []
-        for kind in create_tables.ROW_TABLES:
-            exact += [_hit(row, kind) for row in self._exact_rows(repo, kind, parsed, options)]
-        ranked = {h.id: i for i, h in enumerate(hits)}
-        order = {name: i for i, name in enumerate(parsed.symbols + parsed.files)}
-
-        def rank(hit: Hit) -> tuple[int, int]:
-            named = min((i for name, i in order.items() if _names(hit, name)), default=len(order))
-            return named, ranked.get(hit.id, len(ranked))
-
-        exact = sorted({h.id: h for h in exact}.values(), key=rank)[:MAX_EXACT]
-        top = hits[0].score if hits else 1.0
-        lifted = []
-        for hit in exact:
-            hit = next((h for h in hits if h.id == hit.id), hit)
-            hit.exact, hit.score = True, max(hit.score, top)
-            lifted.append(hit)
-        lifted_ids = {h.id for h in lifted}
-        return lifted + [h for h in hits if h.id not in lifted_ids]
-
     def _exact_rows(self, repo, kind: str, parsed: ParsedQuery, options: SearchOptions) -> list[dict]:
         """Rows of one table that the question names: definitions by name from the definition
         tables, and each named file as its `file` row (the whole file) from the modules table."""
@@ -621,6 +588,28 @@ class Retriever:
         for row in rows:
             row["_score_value"] = 0.0
         return rows
+
+
+def _exact_first(parsed: ParsedQuery, hits: list[Hit], exact: list[Hit]) -> list[Hit]:
+    """Put the rows the question names exactly (`exact`: symbols, files) on top, in the order named."""
+    if not exact:
+        return hits
+    ranked = {h.id: i for i, h in enumerate(hits)}
+    order = {name: i for i, name in enumerate(parsed.symbols + parsed.files)}
+
+    def rank(hit: Hit) -> tuple[int, int]:
+        named = min((i for name, i in order.items() if _names(hit, name)), default=len(order))
+        return named, ranked.get(hit.id, len(ranked))
+
+    exact = sorted({h.id: h for h in exact}.values(), key=rank)[:MAX_EXACT]
+    top = hits[0].score if hits else 1.0
+    lifted = []
+    for hit in exact:
+        hit = next((h for h in hits if h.id == hit.id), hit)
+        hit.exact, hit.score = True, max(hit.score, top)
+        lifted.append(hit)
+    lifted_ids = {h.id for h in lifted}
+    return lifted + [h for h in hits if h.id not in lifted_ids]
 
 
 def _row_names(row: dict, name: str) -> bool:

@@ -1,6 +1,6 @@
 """Retrieval eval: labelled questions on Flask 3.1.3's sdist, scored per search configuration.
 
-    python eval/run_eval.py                      # vector, bm25, hybrid-rrf, hybrid-linear, +rerank
+    python eval/run_eval.py                      # vector, bm25, hybrid-rrf, +rerank
     python eval/run_eval.py --configs hybrid-rrf --pool 30 --pool 60
     python eval/run_eval.py --with-llm --limit 10 # adds +hyde (embedded Qwen on CPU: slow)
     python eval/run_eval.py --json eval/.cache/raw.json
@@ -153,12 +153,11 @@ class EvalConfig:
 CONFIGS = {
     "vector": EvalConfig("vector", {"mode": "vector"}),
     "bm25": EvalConfig("bm25", {"mode": "bm25"}),
-    "hybrid-rrf": EvalConfig("hybrid-rrf", {"mode": "hybrid", "fusion": "rrf"}),
-    "hybrid-linear": EvalConfig("hybrid-linear", {"mode": "hybrid", "fusion": "linear"}),
+    "hybrid-rrf": EvalConfig("hybrid-rrf", {"mode": "hybrid"}),
     "+rerank": EvalConfig("+rerank", {"mode": "hybrid", "rerank": True}),
     "+hyde": EvalConfig("+hyde", {"mode": "hybrid", "hyde": True}, needs_llm=True),
 }
-DEFAULT_CONFIGS = ("vector", "bm25", "hybrid-rrf", "hybrid-linear", "+rerank")
+DEFAULT_CONFIGS = ("vector", "bm25", "hybrid-rrf", "+rerank")
 
 
 def matches(hit_file: str, hit_name: str, gold: set[tuple[str, str]]) -> bool:

@@ -12,6 +12,7 @@ import pytest
 
 import create_tables
 import llm
+import retrieval
 from conftest import ROOT, http_server
 from retrieval import MAX_QUERY_CHARS, QueryError, Retriever, SearchOptions, parse_query
 
@@ -169,6 +170,27 @@ def test_modes_and_pool(retriever):
     vector = retriever.search("sample", "price formatting for display", SearchOptions(k=3, hyde=False, mode="vector"))
     assert len(vector.results) == 3
     assert SearchOptions(k=10, pool=5).pool_size() == 20 and SearchOptions(k=10).pool_size() == 30
+
+
+@pytest.mark.parametrize("kind", create_tables.ROW_TABLES)
+def test_hybrid_fusion_ranks_as_lancedbs_own_hybrid_query(retriever, kind):
+    """CodeQA fuses each table's BM25 and vector rankings itself (so BM25 can run while the query
+    is embedded); with every row embedded the ranking is LanceDB's hybrid RRF query's."""
+    from lancedb.query import MultiMatchQuery
+    from lancedb.rerankers import RRFReranker
+
+    repo = create_tables.get_repo(retriever.db, "sample")
+    table = retriever._table(repo, kind)
+    query = parse_query("cart total price of the products in an order")
+    vector = retriever.embedder.embed([query.semantic])[0]
+    text = MultiMatchQuery(query.keywords, list(create_tables.FTS_COLUMNS), boosts=retrieval.FTS_BOOSTS)
+    ours = retrieval.fuse_hybrid(retriever._vector_rows(table, vector, None, 8),
+                                 retriever._text_rows(table, text, None, 8))[:8]
+    theirs = (table.search(query_type="hybrid").vector(vector).text(text).distance_type("cosine")
+              .rerank(RRFReranker(K=retrieval.RRF_K)).select(["id"]).limit(8).to_list())
+    assert len(ours) >= 3
+    assert [row["id"] for row in ours] == [row["id"] for row in theirs]
+    assert [row["_score_value"] for row in ours] == pytest.approx([row["_relevance_score"] for row in theirs])
 
 
 def test_hyde_runs_both_steps_with_the_real_llm(retriever):

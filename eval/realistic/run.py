@@ -49,7 +49,6 @@ CONFIGS: dict[str, dict] = {
     "codeqa": {},
     "codeqa-vector": {"mode": "vector"},
     "codeqa-bm25": {"mode": "bm25"},
-    "codeqa-linear": {"fusion": "linear"},
     "codeqa-k30": {"k": 30},  # 30 symbols (pool 90): more files to rank; function metrics stay @10
     "codeqa+pieces": {"pieces": True},  # a report's code blocks and error lines get query vectors too
     "codeqa+rerank": {"rerank": True},
