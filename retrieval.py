@@ -24,7 +24,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator
 
 os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every hybrid query otherwise; read at import
@@ -321,7 +321,8 @@ class Retriever:
         self._lock = threading.Lock()
         self._tables: dict[tuple[str, str], tuple[str, object]] = {}  # (repo, kind) → (prefix, table)
         self._holders: dict[tuple[str, str], tuple[float, index_lock.LockHolder | None]] = {}
-        # Shared by concurrent requests: room for several searches, two tables each.
+        # Shared by concurrent requests: a search queues about ten short queries here (each row
+        # table's BM25 and vector queries, whole-file BM25, exact-name lookups); none waits on another.
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="codeqa-table")
 
     @property
