@@ -50,7 +50,7 @@ CONFIGS: dict[str, dict] = {
     "codeqa-vector": {"mode": "vector"},
     "codeqa-bm25": {"mode": "bm25"},
     "codeqa-k30": {"k": 30},  # 30 symbols (pool 90): more files to rank; function metrics stay @10
-    "codeqa+pieces": {"pieces": True},  # a report's code blocks and error lines get query vectors too
+    "codeqa+pieces": {"pieces": True},
     "codeqa+rerank": {"rerank": True},
     "codeqa+hyde": {"hyde": True},
 }
@@ -119,10 +119,31 @@ def ensure_snapshots(run: Run, items: list[Item]) -> tuple[dict[tuple[str, str],
     return snapshots, indexed
 
 
-def indexed_symbols(snapshot: Snapshot, base: Settings, paths: list[str]) -> set[tuple[str, str]]:
-    """(file, qualified name) of the snapshot's rows in these files: to check gold against."""
-    return {(r["file_path"], r["qualified_name"])
-            for r in snapshot.symbol_rows(base, paths, ["file_path", "qualified_name"])}
+def gold_symbols(item: Item, snapshot: Snapshot, base: Settings) -> tuple[list[tuple[str, str]], set[tuple[str, str]]]:
+    """The item's gold symbols under the names the index gives them today, and the (file,
+    qualified name) of every row in its gold files.
+
+    Gold names come from the parser at mining time; when a later parser names the same
+    definition differently (a JavaScript function assigned to `proto.handle` became
+    `proto.handle.next` rather than `next`), the row that spans exactly the gold symbol's
+    pre-fix lines is the same definition, and takes its place. A gold symbol with neither a
+    row of its name nor one of its lines stays, and counts as not indexed."""
+    rows = snapshot.symbol_rows(base, item.gold_paths, ["file_path", "qualified_name", "start_line", "end_line"])
+    return resolve_gold(item, rows), {(r["file_path"], r["qualified_name"]) for r in rows}
+
+
+def resolve_gold(item: Item, rows: list[dict]) -> list[tuple[str, str]]:
+    """`gold_symbols`' renaming, given the rows of the gold files."""
+    known = {(r["file_path"], r["qualified_name"]) for r in rows}
+    by_lines = {(r["file_path"], r["start_line"], r["end_line"]): r["qualified_name"] for r in rows}
+    resolved = []
+    for gold in item.gold:
+        for symbol in gold.symbols:
+            name = symbol.qualified_name
+            if (gold.path, name) not in known:
+                name = by_lines.get((gold.path, symbol.start_line, symbol.end_line), name)
+            resolved.append((gold.path, name))
+    return list(dict.fromkeys(resolved))
 
 
 def result_files(result) -> list[str]:
@@ -131,14 +152,15 @@ def result_files(result) -> list[str]:
 
 
 def _row(item: Item, snapshot: Snapshot, files: list[str], symbols: list[tuple[str, str]], ms: float,
-         known_symbols: set[tuple[str, str]]) -> dict:
+         gold: tuple[list[tuple[str, str]], set[tuple[str, str]]]) -> dict:
     indexed = {f.path for f in snapshot.files}
+    gold_names, known_symbols = gold
     return {
         "id": item.id, "repo": item.repo, "language": item.language, "split": item.split,
         "query_type": item.query_type, "names_gold_file": names_file(item.query, item.gold_paths),
-        **score_item(item.gold_paths, item.gold_symbols, files, symbols),
+        **score_item(item.gold_paths, gold_names, files, symbols),
         "gold_files_not_indexed": [p for p in item.gold_paths if p not in indexed],
-        "gold_symbols_not_indexed": [f"{p}::{n}" for p, n in item.gold_symbols if (p, n) not in known_symbols],
+        "gold_symbols_not_indexed": [f"{p}::{n}" for p, n in gold_names if (p, n) not in known_symbols],
         "top_files": files[:K], "top_symbols": [f"{p}::{n}" for p, n in symbols[:K]], "ms": round(ms, 1),
     }
 
@@ -162,13 +184,13 @@ def search_all(run: Run, items: list[Item], snapshots: dict[tuple[str, str], Sna
                 snapshot = snapshots[key]
                 retriever = Retriever(snapshot.settings(run.base))
                 for item in by_snapshot[key]:
-                    known = indexed_symbols(snapshot, run.base, item.gold_paths)
+                    gold = gold_symbols(item, snapshot, run.base)
                     for name, code_only in BASELINES.items():
                         started = time.perf_counter()
                         files = baseline.rank_files(snapshot, item.query, code_only)
                         symbols = rank_symbols(snapshot, run.base, files, item.query)
                         ms = (time.perf_counter() - started) * 1000
-                        results[name].append(_row(item, snapshot, files, symbols, ms, known))
+                        results[name].append(_row(item, snapshot, files, symbols, ms, gold))
                     for name in configs:
                         if name in unavailable:
                             continue
@@ -181,7 +203,7 @@ def search_all(run: Run, items: list[Item], snapshots: dict[tuple[str, str], Sna
                         hits = [(h.file_path, h.qualified_name) for h in result.results]
                         files = result_files(result)
                         results[name].append(_row(item, snapshot, files, hits,
-                                                  result.timings_ms.get("total", 0.0), known))
+                                                  result.timings_ms.get("total", 0.0), gold))
                     done += 1
                     if done % 25 == 0:
                         print(f"  searched {done}/{len(items)}", file=sys.stderr, flush=True)

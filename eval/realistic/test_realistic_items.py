@@ -65,3 +65,16 @@ def test_clip_query_cuts_at_a_line_below_the_limit() -> None:
     text, cut = clip_query("title\r\n" + "x" * 100 + "\n" + "y" * MAX_QUERY_CHARS)
     assert cut and len(text) <= MAX_QUERY_CHARS and text.endswith("x") and "\r" not in text
     assert clip_query("  short  ") == ("short", False)
+
+
+def test_gold_renamed_by_a_later_parser_is_the_row_that_spans_its_lines(make_item: MakeItem) -> None:
+    from realistic.run import resolve_gold
+
+    item = make_item("a")  # gold: src/a.py A.run, lines 2-9
+    renamed = [{"file_path": "src/a.py", "qualified_name": "mod.A.run", "start_line": 2, "end_line": 9},
+               {"file_path": "src/a.py", "qualified_name": "A", "start_line": 1, "end_line": 20}]
+    assert resolve_gold(item, renamed) == [("src/a.py", "mod.A.run")]
+    same = renamed + [{"file_path": "src/a.py", "qualified_name": "A.run", "start_line": 2, "end_line": 8}]
+    assert resolve_gold(item, same) == [("src/a.py", "A.run")]  # its own name wins over the lines
+    moved = [{"file_path": "src/a.py", "qualified_name": "B.run", "start_line": 3, "end_line": 9}]
+    assert resolve_gold(item, moved) == [("src/a.py", "A.run")]  # no row of its lines: stays, not indexed
