@@ -42,7 +42,7 @@ os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every hybrid que
 import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import FTS, HnswSq
+from lancedb.index import FTS, BTree, HnswSq
 
 from config import Settings
 from errors import CodeQAError, UnavailableError, one_line
@@ -671,6 +671,8 @@ class RepoTables:
             if ("vector",) not in indexed and rows >= ANN_MIN_ROWS and not table.count_rows(NO_VECTOR):
                 table.create_index("vector", config=HnswSq(distance_type="cosine",
                                                            num_partitions=max(1, rows // 8192)))
+            if ("file_path",) not in indexed:  # a search reads the best files' every definition
+                table.create_index("file_path", config=BTree())
             text_columns = FTS_COLUMNS + ((FILE_TEXT_COLUMN,) if table is self.modules else ())
             for column in text_columns:
                 if (column,) not in indexed:

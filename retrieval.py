@@ -40,7 +40,8 @@ from embeddings import get_embedder
 from errors import CLI_ERRORS, CodeQAError, cli_exit, is_valid_unicode
 from languages import DOC_KIND, DOC_LANGUAGES, FILE_KIND, INDEXED_EXTENSIONS, LANGUAGES, ROLES
 from llm import LLMClient, LLMUnavailable
-from ranking import FileHit, hits_in_file_order, rank_files
+from ranking import (DEFINITION_FILES, FileHit, definition_features, hits_in_file_order, rank_definitions,
+                     rank_files)
 
 if TYPE_CHECKING:
     from services import Services
@@ -63,6 +64,9 @@ ANN_EF = 100  # HNSW search breadth where a table has a vector index (recall@30 
 TEST_FILE_WEIGHT = 0.8
 FILE_BM25_POOL = 50  # files whole-file BM25 ranks, as evidence for the file ranking (ranking.py)
 MAX_FILE_TERMS = 400  # distinct query terms whole-file BM25 matches (a long report has ~300)
+# Where a file's definitions and module-level code are (docs sections and file rows left out).
+DEFINITION_TABLES = create_tables.ROW_TABLES
+MAX_DEFINITIONS = 1_000  # rows read per table for the best files' definitions
 RRF_K = 60  # reciprocal-rank fusion of a report's query vectors (LanceDB's own constant)
 _TEST_WORDS = re.compile(r"\btests?\b|\bspecs?\b|pytest|unittest", re.IGNORECASE)
 
@@ -129,6 +133,8 @@ class SearchOptions:
     # Also search by the vectors of a report's code blocks and error lines. Off: on the eval's
     # train split it lowered file hit@5 on issue reports (0.80 → 0.70) and doubled search time.
     pieces: bool = False
+    # Weigh every definition of the best files (ranking.rank_definitions), not only the pool's.
+    definitions: bool = True
 
     def pool_size(self) -> int:
         return max(self.pool or 3 * self.k, 2 * self.k)
@@ -429,7 +435,7 @@ class Retriever:
         named = [self._pool.submit(self._exact_rows, repo, kind, parsed, options)
                  for kind in create_tables.ROW_TABLES] if parsed.symbols or parsed.files else []
         with stages.time("search"):
-            pool = self._hybrid(repo, search_text, options, options.pool_size(), stages)
+            pool, question_vector = self._hybrid(repo, search_text, options, options.pool_size(), stages)
         with stages.time("exact"):
             pool = _exact_first(parsed, pool, [_hit(row, kind) for kind, rows in
                                                zip(create_tables.ROW_TABLES, named) for row in rows.result()])
@@ -438,7 +444,11 @@ class Retriever:
         with stages.time("files"):
             bm25_files = file_rows.result() if file_rows is not None else []
             candidates = rank_files(bm25_files, hits, parsed.about_tests)
-            hits = hits_in_file_order(hits, candidates[:options.k])
+        if options.definitions:
+            with stages.time("definitions"):
+                self._rank_definitions(repo, candidates[:min(options.k, DEFINITION_FILES)], hits, parsed,
+                                       question_vector)
+        hits = hits_in_file_order(hits, candidates[:options.k])
         stages.timings["total"] = (time.perf_counter() - started) * 1000
         return SearchResult(id=query_id or uuid.uuid4().hex[:12], query=text,
                             expanded_query=search_text.text if hyde["used"] else "",
@@ -460,7 +470,7 @@ class Retriever:
                                              max_tokens=prompts.HYDE_MAX_TOKENS)
             first_query = _with_question(parse_query(imagined), parsed)
             with stages.time("first_search"):
-                found = self._hybrid(repo, first_query, options, FIRST_PASS, stages)
+                found, _ = self._hybrid(repo, first_query, options, FIRST_PASS, stages)
             with stages.time("expansion"):
                 expanded = self.llm.complete("hyde", prompts.expansion_messages(
                     parsed.text[:2000], _snippets_for_expansion(found)),
@@ -473,8 +483,9 @@ class Retriever:
     # Search -------------------------------------------------------------------------------------
 
     def _hybrid(self, repo, query: ParsedQuery, options: SearchOptions, limit: int,
-                stages: _Stages) -> list[Hit]:
-        """Search every row table; return candidates best first, the tables' rows interleaved.
+                stages: _Stages) -> tuple[list[Hit], list[float] | None]:
+        """Search every row table; return candidates best first, the tables' rows interleaved,
+        and the question's vector (None in BM25 mode).
 
         Each table's BM25 and vector rankings are fused here (`fuse_hybrid`), not by a LanceDB
         hybrid query: the BM25 queries need no vector, so they run on the pool while the query
@@ -502,7 +513,7 @@ class Retriever:
             if len(vector_lists) > 1:  # a report's pieces: their vector rankings join the fused one
                 rows = fuse_ranked([rows, *vector_lists[1:]])[:limit]
             hits += [_hit(row, kind) for row in rows]
-        return _rank(hits, query.about_tests)
+        return _rank(hits, query.about_tests), (vectors[0] if vectors else None)
 
     def _vector_rows(self, table, vector, where: str | None, limit: int) -> list[dict]:
         builder = table.search(vector, query_type="vector").distance_type("cosine").ef(ANN_EF)
@@ -531,6 +542,29 @@ class Retriever:
         query = MatchQuery(" ".join(terms), create_tables.FILE_TEXT_COLUMN)
         return (self._table(repo, "modules").search(query, query_type="fts").where(where, prefilter=True)
                 .select(["file_path", "role", "language", "_score"]).limit(FILE_BM25_POOL).to_list())
+
+    def _rank_definitions(self, repo, files: list[FileHit], pool: list[Hit], parsed: ParsedQuery,
+                          question_vector: list[float] | None) -> None:
+        """Give the best files their best definitions, weighing all of them, not only the pool's:
+        the function a report is about often matches it less than a sibling does across the repo."""
+        if not files:
+            return
+        where = create_tables.sql_in("file_path", [f.path for f in files]) + f" AND kind NOT IN ('{DOC_KIND}', '{FILE_KIND}')"
+        columns = SELECT + ["search_text", "vector"]
+        jobs = [self._pool.submit(lambda kind: (kind, self._table(repo, kind).search().where(where)
+                                                .select(columns).limit(MAX_DEFINITIONS).to_list()), kind)
+                for kind in DEFINITION_TABLES]
+        in_pool = {hit.id: hit for hit in pool}
+        definitions, vectors, texts = [], [], []
+        for kind, rows in (job.result() for job in jobs):
+            for row in rows:
+                definitions.append(in_pool.get(row["id"]) or _hit({**row, "_score_value": 0.0}, kind))
+                vectors.append(row["vector"])
+                texts.append(row["search_text"].split())
+        named = {hit.id for hit in definitions if any(_names(hit, name) for name in parsed.symbols)}
+        terms = list(dict.fromkeys(create_tables.code_tokens(parsed.text).split()))[:MAX_FILE_TERMS]
+        features = definition_features(definitions, vectors, texts, pool, question_vector, terms, named)
+        rank_definitions(files, definitions, features)
 
     def _rerank(self, parsed: ParsedQuery, pool: list[Hit], options: SearchOptions, stages: _Stages,
                 notices: list[str], report: Progress) -> tuple[list[Hit], dict]:

@@ -8,12 +8,12 @@ import math
 import pytest
 
 import ranking
-from ranking import FEATURES, FileRanker, file_features, hits_in_file_order, rank_files
+from ranking import FEATURES, LinearRanker, file_features, hits_in_file_order, rank_files
 from test_query import hit
 
 pytestmark = pytest.mark.unit
 
-RECIPROCAL = FileRanker({"bm25_rr": 1.0, "sym_rr": 1.0, "test": -0.3})
+RECIPROCAL = LinearRanker({"bm25_rr": 1.0, "sym_rr": 1.0, "test": -0.3})
 
 
 def bm25(path: str, score: float, role: str = "source") -> dict:
@@ -74,11 +74,11 @@ def test_graph_features_follow_the_strong_rows_references() -> None:
 def test_the_shipped_model_weighs_only_known_features(tmp_path) -> None:
     shipped = json.loads(ranking.RANKER_FILE.read_text(encoding="utf-8"))
     assert set(shipped["weights"]) <= set(FEATURES)
-    assert FileRanker.load().score({name: 0.0 for name in FEATURES}) == pytest.approx(shipped.get("bias", 0.0))
+    assert LinearRanker.load().score({name: 0.0 for name in FEATURES}) == pytest.approx(shipped.get("bias", 0.0))
     wrong = tmp_path / "ranker.json"
     wrong.write_text(json.dumps({"weights": {"stars": 1.0}}), encoding="utf-8")
     with pytest.raises(ValueError, match="stars"):
-        FileRanker.load(wrong)
+        LinearRanker.load(wrong)
 
 
 def test_symbols_follow_the_file_ranking_after_what_the_question_names() -> None:
@@ -98,3 +98,56 @@ def test_docs_sections_keep_their_places_while_code_follows_the_file_ranking() -
     files = rank_files([bm25("b.py", 5.0)], hits, about_tests=False, ranker=RECIPROCAL)
     assert [f.path for f in files if f.path.endswith(".py")] == ["b.py", "a.py"]
     assert [h.name for h in hits_in_file_order(hits, files)] == ["b1", "Intro", "a1", "FAQ"]
+
+
+# --- Definitions of the best files ---------------------------------------------------------------
+
+def test_each_definition_is_weighed_against_the_question_and_its_own_file() -> None:
+    parse = hit("a.py", 0.9, "parse_header")
+    helper = hit("a.py", 0.0, "helper")
+    helper.start_line, helper.end_line, helper.reference_count = 10, 29, 3
+    other = hit("b.py", 0.0, "Reader")
+    other.kind = "class"
+    features = ranking.definition_features(
+        [parse, helper, other], [[1.0, 0.0], [0.6, 0.8], None],
+        [["parse", "header", "bytes"], ["split", "lines"], ["reader", "header"]],
+        pool=[hit("z.py", 1.0, "lucky"), parse], question_vector=[2.0, 0.0],
+        question_terms=["header", "parse", "bytes"], named={other.id})
+    first, second, third = features
+    assert first["pool_rr"] == 0.5 and second["pool_rr"] == 0.0  # its rank in the whole pool
+    assert first["cos"] == pytest.approx(1.0) and second["cos"] == pytest.approx(0.6)
+    assert (second["cos_gap"], second["cos_rr"]) == (pytest.approx(-0.4), 0.5)
+    assert (first["bm25_rel"], first["bm25_rr"]) == (1.0, 1.0)
+    assert (second["bm25_rel"], second["bm25_rr"]) == (0.0, 0.0)  # no term of the question
+    assert third["cos"] == 0.0 and third["cos_rr"] == 1.0 and third["bm25_rr"] == 1.0  # alone in its file
+    # parse_header's terms are parseheader, parse, header: the question uses two of the three
+    assert first["name_terms"] == pytest.approx(2 / 3) and second["name_terms"] == 0.0
+    assert (third["named"], third["container"], first["container"]) == (1.0, 1.0, 0.0)
+    assert second["lines"] == pytest.approx(math.log1p(20)) and second["used"] == pytest.approx(math.log1p(3))
+    assert all(set(f) == set(ranking.DEFINITION_FEATURES) for f in features)
+
+
+def test_a_listed_file_shows_the_definitions_the_ranker_scores_best_pool_or_not() -> None:
+    pooled = [hit("a.py", 0.9, "pooled"), hit("a.py", 0.7, "pooled2"), hit("a.py", 0.6, "pooled3")]
+    unseen = [hit("a.py", 0.0, f"d{i}") for i in range(4)]
+    files = rank_files([], [*pooled, hit("b.py", 0.8, "b1"), hit("c.py", 0.5, "c1")], about_tests=False,
+                       ranker=RECIPROCAL)
+    c_rows = [hit("c.py", 0.0, "c1"), hit("c.py", 0.0, "c2")]
+    definitions = [*pooled, *unseen, *c_rows]
+    features = [{"cos": 0.1}, {"cos": 0.0}, {"cos": 0.0}, {"cos": 0.5}, {"cos": 0.9}, {"cos": 0.7}, {"cos": 0.2},
+                {"cos": 0.1}, {"cos": 0.3}]
+    ranking.rank_definitions(files, definitions, features, ranker=LinearRanker({"cos": 1.0}))
+    a, b, c = files
+    assert [h.name for h in a.symbols] == ["d1", "d2", "d0"]  # as many as the pool gave it, best first
+    assert [d.hit.name for d in a.definitions][:4] == ["d1", "d2", "d0", "d3"]
+    assert a.definitions[0].score == pytest.approx(0.9) and set(a.definitions[0].features) == set(
+        ranking.DEFINITION_FEATURES)
+    assert [h.name for h in c.symbols] == ["c2"]  # one from the pool: one shown, the best weighed
+    assert [h.name for h in b.symbols] == ["b1"] and b.definitions == []  # none weighed: the pool's stay
+
+
+def test_the_shipped_definition_model_weighs_only_definition_features() -> None:
+    shipped = json.loads(ranking.SYMBOL_RANKER_FILE.read_text(encoding="utf-8"))
+    assert set(shipped["weights"]) <= set(ranking.DEFINITION_FEATURES)
+    with pytest.raises(ValueError, match="bm25_rr"):
+        LinearRanker.load(ranking.SYMBOL_RANKER_FILE, features=FEATURES[2:])

@@ -51,6 +51,7 @@ CONFIGS: dict[str, dict] = {
     "codeqa-bm25": {"mode": "bm25"},
     "codeqa-k30": {"k": 30},  # 30 symbols (pool 90): more files to rank; function metrics stay @10
     "codeqa+pieces": {"pieces": True},
+    "codeqa-pool-symbols": {"definitions": False},  # a file's symbols from the pool only (no definition ranker)
     "codeqa+rerank": {"rerank": True},
     "codeqa+hyde": {"hyde": True},
 }

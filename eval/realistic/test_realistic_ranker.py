@@ -1,36 +1,48 @@
-"""Training the file ranker: the examples it learns from and how it is scored (synthetic records)."""
+"""Training the ranking models: the examples they learn from and how they are scored (synthetic groups)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ranking import FEATURES, FileRanker
+from ranking import FEATURES, LinearRanker
 
-from realistic.train_ranker import fit, hit_at_5
+from realistic.train_ranker import MODELS, fit, hit_at
 
 pytestmark = pytest.mark.unit
+FILES, DEFINITIONS = MODELS["files"], MODELS["definitions"]
 
 
-def features(**values: float) -> list[float]:
-    return [values.get(name, 0.0) for name in FEATURES]
-
-
-def record(gold: str, files: dict[str, dict[str, float]], repo: str = "o/r") -> dict:
-    return {"repo": repo, "gold": {gold}, "files": [(path, features(**f)) for path, f in files.items()]}
+def group(gold: str, candidates: dict[str, dict[str, float]], features: tuple[str, ...] = FEATURES,
+          repo: str = "o/r") -> dict:
+    return {"repo": repo, "candidates": [(name == gold, [values.get(f, 0.0) for f in features])
+                                         for name, values in candidates.items()]}
 
 
 def test_the_model_learns_which_evidence_points_at_the_fix_and_ranks_by_it() -> None:
     # Gold files are found by whole-file BM25; lucky rows in the symbol pool are noise.
-    records = [record(f"gold{i}.py", {f"gold{i}.py": {"bm25_rr": 1.0}, f"noise{i}.py": {"sym_rr": 1.0},
-                                      f"other{i}.py": {"sym_rr": 0.5, "test": 1.0}}) for i in range(30)]
-    learned = fit(records)
+    groups = [group(f"gold{i}.py", {f"gold{i}.py": {"bm25_rr": 1.0}, f"noise{i}.py": {"sym_rr": 1.0},
+                                    f"other{i}.py": {"sym_rr": 0.5, "test": 1.0}}) for i in range(30)]
+    learned = fit(groups, FILES)
     assert learned.weights["bm25_rr"] > 0 > learned.weights["test"]
     assert learned.weights["bm25_rr"] > learned.weights["sym_rr"]
-    assert hit_at_5(records, learned) == 1.0
+    assert hit_at(groups, learned, FILES) == 1.0
 
 
-def test_hit_at_5_counts_a_gold_file_among_the_top_five_only() -> None:
-    ranker = FileRanker({"sym_rr": 1.0})
+def test_the_definition_model_learns_from_definitions_of_gold_files() -> None:
+    # The changed function matches the report's words; its siblings only sit high in the pool.
+    groups = [group("fix", {"fix": {"bm25_rr": 1.0, "cos_rr": 0.5}, "a": {"pool_rr": 1.0, "cos_rr": 1.0},
+                            "b": {"pool_rr": 0.5}, "c": {"pool_rr": 0.3}, "d": {"pool_rr": 0.2}},
+                    DEFINITIONS.features) for _ in range(30)]
+    learned = fit(groups, DEFINITIONS)
+    assert learned.weights["bm25_rr"] > learned.weights["pool_rr"]
+    assert hit_at(groups, learned, DEFINITIONS) == 1.0
+
+
+def test_hit_at_counts_a_positive_among_the_models_top_only() -> None:
+    ranker = LinearRanker({"sym_rr": 1.0})
     files = {f"f{i}.py": {"sym_rr": 1.0 / i} for i in range(1, 8)}
-    assert hit_at_5([record("f5.py", files)], ranker) == 1.0
-    assert hit_at_5([record("f6.py", files)], ranker) == 0.0
+    assert hit_at([group("f5.py", files)], ranker, FILES) == 1.0
+    assert hit_at([group("f6.py", files)], ranker, FILES) == 0.0
+    definitions = {f"d{i}": {"pool_rr": 1.0 / i} for i in range(1, 6)}
+    assert hit_at([group("d3", definitions, DEFINITIONS.features)], LinearRanker({"pool_rr": 1.0}), DEFINITIONS) == 1.0
+    assert hit_at([group("d4", definitions, DEFINITIONS.features)], LinearRanker({"pool_rr": 1.0}), DEFINITIONS) == 0.0

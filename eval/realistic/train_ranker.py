@@ -1,17 +1,22 @@
-"""Train the file ranker (`models/file_ranker.json`) on the realistic eval's train split.
+"""Train the ranking models on the realistic eval's train split: the file ranker
+(`models/file_ranker.json`) and the definition ranker (`models/symbol_ranker.json`).
 
-    python eval/realistic/train_ranker.py                  # every train item with a snapshot
-    python eval/realistic/train_ranker.py --limit 8        # each repository's 8 earliest items
-    python eval/realistic/train_ranker.py --dry-run        # report, write nothing
+    python eval/realistic/train_ranker.py                      # both, every train item with a snapshot
+    python eval/realistic/train_ranker.py --model definitions  # one of them
+    python eval/realistic/train_ranker.py --limit 8            # each repository's 8 earliest items
+    python eval/realistic/train_ranker.py --dry-run            # report, write nothing
 
-Each train item is searched as the product searches (defaults: hybrid, no HyDE, no rerank);
-every file with evidence (`result.file_candidates`) is one example, its features as
-`ranking.file_features` computes them, labelled 1 when the fix changed it. A logistic
-regression (scikit-learn, class-balanced) learns the weights; search applies them as a dot
-product, so serving needs no library. The report compares file hit@5 of the learned weights
-with the shipped ones, in-sample and leaving each repository out in turn (the honest number:
-the test split is never read here). Retrain after any change to the features or to what
-produces them (the symbol pool, whole-file BM25).
+Each train item is searched as the product searches (defaults: hybrid, no HyDE, no rerank).
+Files: every file with evidence (`result.file_candidates`) is one example, its features as
+`ranking.file_features` computes them, labelled 1 when the fix changed it; an item is one group,
+scored by whether a gold file is among its top 5. Definitions: every definition the search
+weighed in a listed file the fix changed (`FileHit.definitions`), labelled 1 when the fix changed
+it; a file is one group, scored by whether a gold definition is among its top SYMBOLS_PER_FILE
+(what the file shows). A logistic regression (scikit-learn, class-balanced) learns the weights;
+search applies them as a dot product, so serving needs no library. The report compares the
+learned weights with the shipped ones, in-sample and leaving each repository out in turn (the
+honest number: the test split is never read here). Retrain after any change to the features or
+to what produces them; the file model first, since it decides which files' definitions are weighed.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import json
 import subprocess
 import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
@@ -32,21 +38,35 @@ sys.path.insert(0, str(EVAL_ROOT))
 sys.path.insert(0, str(REPO_ROOT))
 
 from config import Settings  # noqa: E402
-from ranking import FEATURES, RANKER_FILE, FileRanker  # noqa: E402
+from ranking import (DEFINITION_FEATURES, FEATURES, RANKER_FILE, SYMBOL_RANKER_FILE, SYMBOLS_PER_FILE,  # noqa: E402
+                     LinearRanker)
 
 from realistic.corpus import CorpusError, default_cache  # noqa: E402
 from realistic.items import Item, load_items  # noqa: E402
-from realistic.run import SEARCH_DEFAULTS, select  # noqa: E402
+from realistic.run import SEARCH_DEFAULTS, gold_symbols, select  # noqa: E402
 from realistic.snapshots import SnapshotStore  # noqa: E402
 
 C = 1.0  # inverse regularisation strength
 
 
-def examples(items: list[Item], store: SnapshotStore, base: Settings) -> list[dict]:
-    """One record per item: its repository, gold files and candidate files with features."""
+@dataclass(frozen=True)
+class Model:
+    """One of the models: where it lives, what it weighs, and how many of a group's best count."""
+
+    path: Path
+    features: tuple[str, ...]
+    top: int
+
+
+MODELS = {"files": Model(RANKER_FILE, FEATURES, 5),
+          "definitions": Model(SYMBOL_RANKER_FILE, DEFINITION_FEATURES, SYMBOLS_PER_FILE)}
+
+
+def examples(items: list[Item], store: SnapshotStore, base: Settings) -> dict[str, list[dict]]:
+    """Groups of labelled candidates per model: {"repo", "candidates": [(label, features)]}."""
     from retrieval import Retriever, SearchOptions
 
-    records = []
+    groups: dict[str, list[dict]] = {name: [] for name in MODELS}
     retrievers: dict[tuple[str, str], Retriever] = {}
     for number, item in enumerate(items, 1):
         snapshot = store.load(item.repo, item.base_commit)
@@ -55,39 +75,76 @@ def examples(items: list[Item], store: SnapshotStore, base: Settings) -> list[di
         key = (item.repo, item.base_commit)
         retriever = retrievers.setdefault(key, Retriever(snapshot.settings(base)))
         result = retriever.search(snapshot.index_name, item.query, SearchOptions(**SEARCH_DEFAULTS))
-        records.append({"repo": item.repo, "gold": set(item.gold_paths),
-                        "files": [(f.path, [f.features[name] for name in FEATURES]) for f in result.file_candidates]})
+        gold_files, gold_names = set(item.gold_paths), set(gold_symbols(item, snapshot, base)[0])
+        groups["files"].append({"repo": item.repo, "candidates": [
+            (f.path in gold_files, [f.features[name] for name in FEATURES]) for f in result.file_candidates]})
+        for file in result.files:
+            labels = [(d.hit.file_path, d.hit.qualified_name) in gold_names for d in file.definitions]
+            if any(labels):
+                groups["definitions"].append({"repo": item.repo, "candidates": [
+                    (label, [d.features[name] for name in DEFINITION_FEATURES])
+                    for label, d in zip(labels, file.definitions)]})
         if number % 25 == 0:
             print(f"  searched {number}/{len(items)}", file=sys.stderr, flush=True)
-    return records
+    return groups
 
 
-def hit_at_5(records: list[dict], ranker: FileRanker) -> float:
-    """Share of items with a gold file among the ranker's top 5 candidates."""
+def hit_at(groups: list[dict], ranker: LinearRanker, model: Model) -> float:
+    """Share of groups with a positive among the ranker's top `model.top` candidates."""
     hits = 0
-    for record in records:
-        scored = sorted(record["files"], key=lambda f: -ranker.score(dict(zip(FEATURES, f[1]))))
-        hits += any(path in record["gold"] for path, _ in scored[:5])
-    return hits / max(1, len(records))
+    for group in groups:
+        scored = sorted(group["candidates"], key=lambda c: -ranker.score(dict(zip(model.features, c[1]))))
+        hits += any(label for label, _ in scored[:model.top])
+    return hits / max(1, len(groups))
 
 
-def fit(records: list[dict]) -> FileRanker:
+def fit(groups: list[dict], model: Model) -> LinearRanker:
     from sklearn.linear_model import LogisticRegression
 
-    rows = [(features, path in record["gold"]) for record in records for path, features in record["files"]]
-    x = np.array([features for features, _ in rows], dtype=np.float64)
-    y = np.array([label for _, label in rows], dtype=np.int8)
-    model = LogisticRegression(C=C, class_weight="balanced", max_iter=2000).fit(x, y)
-    return FileRanker(weights={name: round(float(w), 4) for name, w in zip(FEATURES, model.coef_[0])},
-                      bias=round(float(model.intercept_[0]), 4))
+    rows = [candidate for group in groups for candidate in group["candidates"]]
+    x = np.array([features for _, features in rows], dtype=np.float64)
+    y = np.array([label for label, _ in rows], dtype=np.int8)
+    learned = LogisticRegression(C=C, class_weight="balanced", max_iter=2000).fit(x, y)
+    return LinearRanker(weights={name: round(float(w), 4) for name, w in zip(model.features, learned.coef_[0])},
+                        bias=round(float(learned.intercept_[0]), 4))
+
+
+def train(name: str, groups: list[dict], dry_run: bool, items: int) -> None:
+    """Fit one model, report it beside the shipped one, and write it unless `dry_run`."""
+    model = MODELS[name]
+    shipped = LinearRanker.load(model.path, model.features) if model.path.exists() else LinearRanker({})
+    learned = fit(groups, model)
+    by_repo: dict[str, list[dict]] = defaultdict(list)
+    for group in groups:
+        by_repo[group["repo"]].append(group)
+    print(f"{name}: {len(groups)} groups from {len(by_repo)} repositories; hit@{model.top} shipped → learned")
+    print(f"  in-sample: {hit_at(groups, shipped, model):.3f} → {hit_at(groups, learned, model):.3f}")
+    for repo, held in sorted(by_repo.items()):
+        rest = fit([g for g in groups if g["repo"] != repo], model)
+        print(f"  {repo} left out ({len(held)}): {hit_at(held, shipped, model):.3f} → "
+              f"{hit_at(held, rest, model):.3f}")
+    print("  weights: " + ", ".join(f"{feature} {weight:+.3f}" for feature, weight in learned.weights.items()))
+    if dry_run:
+        return
+    commit = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short=12", "HEAD"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    model.path.write_text(json.dumps({
+        "about": f"Logistic regression over the {name} features of ranking.py, written by "
+                 "eval/realistic/train_ranker.py",
+        "trained_on": {"items": items, "groups": len(groups), "repos": sorted(by_repo), "code": commit,
+                       "date": date.today().isoformat(), "C": C},
+        "weights": learned.weights, "bias": learned.bias}, indent=1) + "\n", encoding="utf-8")
+    print(f"  wrote {model.path.name}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=sorted(MODELS), nargs="+", default=sorted(MODELS),
+                        help="which models to train (default: both)")
     parser.add_argument("--repos", nargs="+", metavar="OWNER/NAME", help="only these train repositories")
     parser.add_argument("--limit", type=int, help="each repository's N earliest items")
     parser.add_argument("--cache", type=Path, help="the eval cache (default: $CODEQA_EVAL_CACHE)")
-    parser.add_argument("--dry-run", action="store_true", help="report only; leave the model file as it is")
+    parser.add_argument("--dry-run", action="store_true", help="report only; leave the model files as they are")
     args = parser.parse_args(argv)
     store = SnapshotStore(args.cache or default_cache())
     items = [i for i in select(load_items(), "train", args.repos, args.limit)
@@ -96,30 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         print("error: no train item has a snapshot; index some with run.py --split train --index-only",
               file=sys.stderr)
         return 1
-    records = examples(items, store, Settings.from_env())
-    shipped = FileRanker.load()
-    learned = fit(records)
-    by_repo: dict[str, list[dict]] = defaultdict(list)
-    for record in records:
-        by_repo[record["repo"]].append(record)
-    held_out = {repo: (hit_at_5(group, shipped),
-                       hit_at_5(group, fit([r for r in records if r["repo"] != repo])))
-                for repo, group in sorted(by_repo.items())}
-    print(f"{len(records)} train items from {len(by_repo)} repositories; file hit@5 shipped → learned")
-    print(f"  in-sample: {hit_at_5(records, shipped):.3f} → {hit_at_5(records, learned):.3f}")
-    for repo, (before, after) in held_out.items():
-        print(f"  {repo} left out ({len(by_repo[repo])}): {before:.3f} → {after:.3f}")
-    print("weights: " + ", ".join(f"{name} {weight:+.3f}" for name, weight in learned.weights.items()))
-    if args.dry_run:
-        return 0
-    commit = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short=12", "HEAD"],
-                            capture_output=True, text=True, check=False).stdout.strip()
-    RANKER_FILE.write_text(json.dumps({
-        "about": "Logistic regression over ranking.FEATURES, written by eval/realistic/train_ranker.py",
-        "trained_on": {"items": len(records), "repos": sorted(by_repo), "code": commit,
-                       "date": date.today().isoformat(), "C": C},
-        "weights": learned.weights, "bias": learned.bias}, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {RANKER_FILE.name}")
+    groups = examples(items, store, Settings.from_env())
+    for name in args.model:
+        train(name, groups[name], args.dry_run, len(items))
     return 0
 
 
