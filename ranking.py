@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import bm25s
 import numpy as np
 
 from create_tables import code_tokens
@@ -197,13 +197,12 @@ def definition_features(definitions: list["Hit"], vectors: list[Sequence[float] 
     the search's candidate pool best first, `named` the ids of rows the question names."""
     pool_rank = {hit.id: rank for rank, hit in reversed(list(enumerate(pool, 1)))}
     cosines = np.zeros(len(definitions))
-    if question_vector is not None:
+    embedded = [i for i, vector in enumerate(vectors) if vector is not None]
+    if question_vector is not None and embedded:
         query = np.asarray(question_vector, dtype=np.float32)
-        query /= np.linalg.norm(query) or 1.0
-        for i, vector in enumerate(vectors):
-            if vector is not None:
-                row = np.asarray(vector, dtype=np.float32)
-                cosines[i] = float(row @ query) / (float(np.linalg.norm(row)) or 1.0)
+        rows = np.asarray([vectors[i] for i in embedded], dtype=np.float32)
+        norms = np.linalg.norm(rows, axis=1) * (np.linalg.norm(query) or 1.0)
+        cosines[embedded] = rows @ query / np.where(norms > 0, norms, 1.0)
     bm25 = _bm25(texts, question_terms)
     asked = set(question_terms)
     by_file: dict[str, list[int]] = {}
@@ -230,12 +229,19 @@ def definition_features(definitions: list["Hit"], vectors: list[Sequence[float] 
 
 
 def _bm25(texts: list[list[str]], terms: list[str]) -> np.ndarray:
-    """Okapi BM25 of each tokenized text for the terms, the texts being the whole collection."""
-    if not terms or not any(texts):
+    """Okapi BM25 (Lucene's idf) of each tokenized text for the distinct terms, the texts being
+    the whole collection. A few hundred short texts: counting only the question's terms takes
+    ~1 ms, where building a general index (bm25s) took ~10 ms a search."""
+    asked = set(terms)
+    counts = [Counter(token for token in text if token in asked) for text in texts]
+    if not texts or not any(counts):
         return np.zeros(len(texts))
-    model = bm25s.BM25(k1=BM25_K1, b=BM25_B)
-    model.index([text or [""] for text in texts], show_progress=False)
-    return np.asarray(model.get_scores(terms), dtype=np.float64)
+    lengths = np.array([len(text) for text in texts], dtype=np.float64)
+    average = float(lengths.mean()) or 1.0
+    documents = Counter(term for count in counts for term in count)
+    idf = {term: math.log(1.0 + (len(texts) - n + 0.5) / (n + 0.5)) for term, n in documents.items()}
+    return np.array([sum(idf[term] * tf / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / average))
+                         for term, tf in count.items()) for count, length in zip(counts, lengths)])
 
 
 def rank_definitions(files: list[FileHit], definitions: list["Hit"], features: list[dict[str, float]],

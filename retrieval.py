@@ -67,6 +67,8 @@ MAX_FILE_TERMS = 400  # distinct query terms whole-file BM25 matches (a long rep
 # Where a file's definitions and module-level code are (docs sections and file rows left out).
 DEFINITION_TABLES = create_tables.ROW_TABLES
 MAX_DEFINITIONS = 1_000  # rows read per table for the best files' definitions
+DEFINITION_COLUMNS = ["id", "kind", "name", "qualified_name", "file_path", "start_line", "end_line", "language",
+                      "role", "reference_count", "search_text", "vector"]
 RRF_K = 60  # reciprocal-rank fusion of a report's query vectors (LanceDB's own constant)
 _TEST_WORDS = re.compile(r"\btests?\b|\bspecs?\b|pytest|unittest", re.IGNORECASE)
 
@@ -546,25 +548,42 @@ class Retriever:
     def _rank_definitions(self, repo, files: list[FileHit], pool: list[Hit], parsed: ParsedQuery,
                           question_vector: list[float] | None) -> None:
         """Give the best files their best definitions, weighing all of them, not only the pool's:
-        the function a report is about often matches it less than a sibling does across the repo."""
+        the function a report is about often matches it less than a sibling does across the repo.
+
+        All of the files' rows are read without their code and references (most are only
+        weighed); the few chosen from outside the pool are then read whole."""
         if not files:
             return
-        where = create_tables.sql_in("file_path", [f.path for f in files]) + f" AND kind NOT IN ('{DOC_KIND}', '{FILE_KIND}')"
-        columns = SELECT + ["search_text", "vector"]
-        jobs = [self._pool.submit(lambda kind: (kind, self._table(repo, kind).search().where(where)
-                                                .select(columns).limit(MAX_DEFINITIONS).to_list()), kind)
-                for kind in DEFINITION_TABLES]
+        in_files = create_tables.sql_in("file_path", [f.path for f in files])
+        where = f"{in_files} AND kind NOT IN ('{DOC_KIND}', '{FILE_KIND}')"
         in_pool = {hit.id: hit for hit in pool}
         definitions, vectors, texts = [], [], []
-        for kind, rows in (job.result() for job in jobs):
+        for kind, rows in zip(DEFINITION_TABLES, self._pool.map(
+                lambda kind: self._rows(repo, kind, where, DEFINITION_COLUMNS, MAX_DEFINITIONS), DEFINITION_TABLES)):
             for row in rows:
-                definitions.append(in_pool.get(row["id"]) or _hit({**row, "_score_value": 0.0}, kind))
+                definitions.append(in_pool.get(row["id"]) or _hit(
+                    {**row, "signature": "", "doc": "", "code": "", "parent": None, "references": [],
+                     "_score_value": 0.0}, kind))
                 vectors.append(row["vector"])
                 texts.append(row["search_text"].split())
         named = {hit.id for hit in definitions if any(_names(hit, name) for name in parsed.symbols)}
         terms = list(dict.fromkeys(create_tables.code_tokens(parsed.text).split()))[:MAX_FILE_TERMS]
         features = definition_features(definitions, vectors, texts, pool, question_vector, terms, named)
         rank_definitions(files, definitions, features)
+        outside = {hit.id: hit.table for file in files for hit in file.symbols if hit.id not in in_pool}
+        if outside:
+            whole = {}
+            for kind in set(outside.values()):
+                ids = [key for key, table in outside.items() if table == kind]
+                whole.update((row["id"], _hit({**row, "_score_value": 0.0}, kind)) for row in self._rows(
+                    repo, kind, f"{in_files} AND {create_tables.sql_in('id', ids)}", SELECT, len(ids)))
+            for file in files:
+                file.symbols = [whole.get(hit.id, hit) for hit in file.symbols]
+                for definition in file.definitions:
+                    definition.hit = whole.get(definition.hit.id, definition.hit)
+
+    def _rows(self, repo, kind: str, where: str, columns: list[str], limit: int) -> list[dict]:
+        return self._table(repo, kind).search().where(where).select(columns).limit(limit).to_list()
 
     def _rerank(self, parsed: ParsedQuery, pool: list[Hit], options: SearchOptions, stages: _Stages,
                 notices: list[str], report: Progress) -> tuple[list[Hit], dict]:

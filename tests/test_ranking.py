@@ -151,3 +151,14 @@ def test_the_shipped_definition_model_weighs_only_definition_features() -> None:
     assert set(shipped["weights"]) <= set(ranking.DEFINITION_FEATURES)
     with pytest.raises(ValueError, match="bm25_rr"):
         LinearRanker.load(ranking.SYMBOL_RANKER_FILE, features=FEATURES[2:])
+
+
+def test_bm25_among_definitions_scores_as_bm25s_does() -> None:
+    import bm25s
+
+    texts = [["parse", "header", "header"], ["split", "lines", "parse"], ["reader"], ["a", "b", "c", "d"]]
+    terms = ["header", "parse", "missing"]
+    reference = bm25s.BM25(k1=ranking.BM25_K1, b=ranking.BM25_B)
+    reference.index(texts, show_progress=False)
+    assert ranking._bm25(texts, terms) == pytest.approx(reference.get_scores(terms).tolist())
+    assert ranking._bm25(texts + [[]], ["absent"]).tolist() == [0.0] * 5

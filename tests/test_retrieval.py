@@ -12,6 +12,7 @@ import pytest
 
 import create_tables
 import llm
+import ranking
 import retrieval
 from conftest import ROOT, http_server
 from retrieval import MAX_QUERY_CHARS, QueryError, Retriever, SearchOptions, parse_query
@@ -146,6 +147,27 @@ def test_a_file_found_by_its_whole_text_is_listed(searcher):
     assert result.files[0].path == "web/js/locale/de.js" and result.files[0].features["bm25_rr"] == 1.0
     vector_only = searcher.search("sample", "Warenkorb", SearchOptions(k=3, hyde=False, mode="vector"))
     assert all(f.features["bm25_rr"] == 0.0 for f in vector_only.files)
+
+
+def test_the_best_files_show_their_best_weighed_definitions_read_whole(retriever, monkeypatch):
+    """Every definition of a listed best file is weighed, pool or not; one shown from outside
+    the pool comes back whole (code, references), as a pool row would."""
+    longest_first = ranking.LinearRanker({"lines": 1.0})
+    monkeypatch.setattr(ranking, "default_symbol_ranker", lambda: longest_first)
+    question = "how is an order CSV turned into products?"
+    result = retriever.search("sample", question, SearchOptions(k=2, pool=1, hyde=False, rerank=False))
+    top = result.files[0]
+    repo = create_tables.get_repo(retriever.db, "sample")
+    rows = [row for kind in create_tables.ROW_TABLES for row in create_tables.open_table(retriever.db, repo, kind)
+            .search().where(f"file_path = '{top.path}' AND kind NOT IN ('doc', 'file')").limit(None).to_list()]
+    assert {d.hit.id for d in top.definitions} == {row["id"] for row in rows}
+    longest = max(rows, key=lambda row: (row["end_line"] - row["start_line"], -row["start_line"]))
+    shown = top.symbols[0]
+    assert shown.id == longest["id"] and shown.code == longest["code"] and shown.code
+    assert [r["line"] for r in shown.references] == [r["line"] for r in longest["references"]]
+    assert shown.id in {h.id for h in result.results}
+    plain = retriever.search("sample", question, SearchOptions(k=2, pool=1, hyde=False, definitions=False))
+    assert all(f.definitions == [] for f in plain.files)
 
 
 def test_role_is_a_filter(searcher):
