@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every hybrid query otherwise; read at import
 import lancedb
+import numpy as np
 from lancedb.query import MatchQuery, MultiMatchQuery
 
 import create_tables
@@ -555,16 +556,17 @@ class Retriever:
         if not files:
             return
         in_files = create_tables.sql_in("file_path", [f.path for f in files])
-        where = f"{in_files} AND kind NOT IN ('{DOC_KIND}', '{FILE_KIND}')"
         in_pool = {hit.id: hit for hit in pool}
         definitions, vectors, texts = [], [], []
-        for kind, rows in zip(DEFINITION_TABLES, self._pool.map(
-                lambda kind: self._rows(repo, kind, where, DEFINITION_COLUMNS, MAX_DEFINITIONS), DEFINITION_TABLES)):
-            for row in rows:
+        for kind, (rows, kind_vectors) in zip(DEFINITION_TABLES, self._pool.map(
+                lambda kind: self._light_rows(repo, kind, in_files), DEFINITION_TABLES)):
+            for row, vector in zip(rows, kind_vectors):
+                if row["kind"] in (DOC_KIND, FILE_KIND):
+                    continue
                 definitions.append(in_pool.get(row["id"]) or _hit(
                     {**row, "signature": "", "doc": "", "code": "", "parent": None, "references": [],
                      "_score_value": 0.0}, kind))
-                vectors.append(row["vector"])
+                vectors.append(vector)
                 texts.append(row["search_text"].split())
         named = {hit.id for hit in definitions if any(_names(hit, name) for name in parsed.symbols)}
         terms = list(dict.fromkeys(create_tables.code_tokens(parsed.text).split()))[:MAX_FILE_TERMS]
@@ -572,15 +574,29 @@ class Retriever:
         rank_definitions(files, definitions, features)
         outside = {hit.id: hit.table for file in files for hit in file.symbols if hit.id not in in_pool}
         if outside:
-            whole = {}
-            for kind in set(outside.values()):
+            kinds = sorted(set(outside.values()))
+
+            def read_whole(kind: str) -> list[Hit]:
                 ids = [key for key, table in outside.items() if table == kind]
-                whole.update((row["id"], _hit({**row, "_score_value": 0.0}, kind)) for row in self._rows(
-                    repo, kind, f"{in_files} AND {create_tables.sql_in('id', ids)}", SELECT, len(ids)))
+                where = f"{in_files} AND {create_tables.sql_in('id', ids)}"
+                return [_hit({**row, "_score_value": 0.0}, kind) for row in self._rows(repo, kind, where, SELECT, len(ids))]
+
+            whole = {hit.id: hit for hits in self._pool.map(read_whole, kinds) for hit in hits}
             for file in files:
                 file.symbols = [whole.get(hit.id, hit) for hit in file.symbols]
                 for definition in file.definitions:
                     definition.hit = whole.get(definition.hit.id, definition.hit)
+
+    def _light_rows(self, repo, kind: str, where: str) -> tuple[list[dict], list["np.ndarray | None"]]:
+        """Rows without code (DEFINITION_COLUMNS), and their vectors as arrays (None: not yet
+        embedded); read as Arrow, since a vector turned into a Python list costs more than its query."""
+        table = (self._table(repo, kind).search().where(where).select(DEFINITION_COLUMNS)
+                 .limit(MAX_DEFINITIONS).to_arrow())
+        column = table.column("vector").combine_chunks()
+        matrix = column.values.to_numpy(zero_copy_only=False).reshape(len(column), -1) if len(column) else None
+        missing = column.is_null().to_numpy(zero_copy_only=False)
+        vectors = [None if missing[i] else matrix[i] for i in range(len(column))]
+        return table.drop_columns(["vector"]).to_pylist(), vectors
 
     def _rows(self, repo, kind: str, where: str, columns: list[str], limit: int) -> list[dict]:
         return self._table(repo, kind).search().where(where).select(columns).limit(limit).to_list()

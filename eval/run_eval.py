@@ -154,6 +154,8 @@ CONFIGS = {
     "vector": EvalConfig("vector", {"mode": "vector"}),
     "bm25": EvalConfig("bm25", {"mode": "bm25"}),
     "hybrid-rrf": EvalConfig("hybrid-rrf", {"mode": "hybrid"}),
+    # A listed file's symbols from the pool only, without the definition ranker (ranking.py).
+    "hybrid-pool-symbols": EvalConfig("hybrid-pool-symbols", {"mode": "hybrid", "definitions": False}),
     "+rerank": EvalConfig("+rerank", {"mode": "hybrid", "rerank": True}),
     "+hyde": EvalConfig("+hyde", {"mode": "hybrid", "hyde": True}, needs_llm=True),
 }
