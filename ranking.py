@@ -6,7 +6,7 @@ A search gathers two kinds of evidence about files: whole-file BM25 over their f
 module-level code, ranks there) and the symbol pool (rows of the three row tables, best
 first). `file_features` turns them, with the file's role, whether the question names the file
 or one of its symbols, and the reference graph between the pool's strongest rows, into a
-handful of numbers per file; `FileRanker` scores them with a logistic regression trained on
+handful of numbers per file; a `LinearRanker` scores them with a logistic regression trained on
 the realistic eval's train split (`eval/realistic/train_ranker.py` writes
 `models/file_ranker.json`: its features, weights and what it was trained on). The features are
 the whole interface, so the model can be retrained or replaced without touching search.

@@ -579,7 +579,8 @@ class Retriever:
             def read_whole(kind: str) -> list[Hit]:
                 ids = [key for key, table in outside.items() if table == kind]
                 where = f"{in_files} AND {create_tables.sql_in('id', ids)}"
-                return [_hit({**row, "_score_value": 0.0}, kind) for row in self._rows(repo, kind, where, SELECT, len(ids))]
+                rows = self._table(repo, kind).search().where(where).select(SELECT).limit(len(ids)).to_list()
+                return [_hit({**row, "_score_value": 0.0}, kind) for row in rows]
 
             whole = {hit.id: hit for hits in self._pool.map(read_whole, kinds) for hit in hits}
             for file in files:
@@ -597,9 +598,6 @@ class Retriever:
         missing = column.is_null().to_numpy(zero_copy_only=False)
         vectors = [None if missing[i] else matrix[i] for i in range(len(column))]
         return table.drop_columns(["vector"]).to_pylist(), vectors
-
-    def _rows(self, repo, kind: str, where: str, columns: list[str], limit: int) -> list[dict]:
-        return self._table(repo, kind).search().where(where).select(columns).limit(limit).to_list()
 
     def _rerank(self, parsed: ParsedQuery, pool: list[Hit], options: SearchOptions, stages: _Stages,
                 notices: list[str], report: Progress) -> tuple[list[Hit], dict]:

@@ -159,7 +159,7 @@ CONFIGS = {
     "+rerank": EvalConfig("+rerank", {"mode": "hybrid", "rerank": True}),
     "+hyde": EvalConfig("+hyde", {"mode": "hybrid", "hyde": True}, needs_llm=True),
 }
-DEFAULT_CONFIGS = ("vector", "bm25", "hybrid-rrf", "+rerank")
+DEFAULT_CONFIGS = ("vector", "bm25", "hybrid-rrf", "hybrid-pool-symbols", "+rerank")
 
 
 def matches(hit_file: str, hit_name: str, gold: set[tuple[str, str]]) -> bool:
