@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -68,6 +69,7 @@ MAX_FILE_TERMS = 400  # distinct query terms whole-file BM25 matches (a long rep
 # Where a file's definitions and module-level code are (docs sections and file rows left out).
 DEFINITION_TABLES = create_tables.ROW_TABLES
 MAX_DEFINITIONS = 1_000  # rows read per table for the best files' definitions
+DEFINITION_CACHE_FILES = 1_000  # files whose light rows (~2 KB each) a retriever keeps for later searches
 DEFINITION_COLUMNS = ["id", "kind", "name", "qualified_name", "file_path", "start_line", "end_line", "language",
                       "role", "reference_count", "search_text", "vector"]
 RRF_K = 60  # reciprocal-rank fusion of a report's query vectors (LanceDB's own constant)
@@ -330,6 +332,9 @@ class Retriever:
         self._lock = threading.Lock()
         self._tables: dict[tuple[str, str], tuple[str, object]] = {}  # (repo, kind) → (prefix, table)
         self._holders: dict[tuple[str, str], tuple[float, index_lock.LockHolder | None]] = {}
+        # (table, version, file) → its light rows with their vectors: the best files of one
+        # question are often the best files of the next.
+        self._definitions: OrderedDict[tuple[str, int, str], list[tuple[dict, np.ndarray | None]]] = OrderedDict()
         # Shared by concurrent requests: a search queues about ten short queries here (each row
         # table's BM25 and vector queries, whole-file BM25, exact-name lookups); none waits on another.
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="codeqa-table")
@@ -555,12 +560,12 @@ class Retriever:
         weighed); the few chosen from outside the pool are then read whole."""
         if not files:
             return
-        in_files = create_tables.sql_in("file_path", [f.path for f in files])
+        paths = [f.path for f in files]
         in_pool = {hit.id: hit for hit in pool}
         definitions, vectors, texts = [], [], []
-        for kind, (rows, kind_vectors) in zip(DEFINITION_TABLES, self._pool.map(
-                lambda kind: self._light_rows(repo, kind, in_files), DEFINITION_TABLES)):
-            for row, vector in zip(rows, kind_vectors):
+        for kind, rows in zip(DEFINITION_TABLES, self._pool.map(
+                lambda kind: self._light_rows(repo, kind, paths), DEFINITION_TABLES)):
+            for row, vector in rows:
                 if row["kind"] in (DOC_KIND, FILE_KIND):
                     continue
                 definitions.append(in_pool.get(row["id"]) or _hit(
@@ -578,7 +583,7 @@ class Retriever:
 
             def read_whole(kind: str) -> list[Hit]:
                 ids = [key for key, table in outside.items() if table == kind]
-                where = f"{in_files} AND {create_tables.sql_in('id', ids)}"
+                where = f"{create_tables.sql_in('file_path', paths)} AND {create_tables.sql_in('id', ids)}"
                 rows = self._table(repo, kind).search().where(where).select(SELECT).limit(len(ids)).to_list()
                 return [_hit({**row, "_score_value": 0.0}, kind) for row in rows]
 
@@ -588,16 +593,34 @@ class Retriever:
                 for definition in file.definitions:
                     definition.hit = whole.get(definition.hit.id, definition.hit)
 
-    def _light_rows(self, repo, kind: str, where: str) -> tuple[list[dict], list["np.ndarray | None"]]:
-        """Rows without code (DEFINITION_COLUMNS), and their vectors as arrays (None: not yet
-        embedded); read as Arrow, since a vector turned into a Python list costs more than its query."""
-        table = (self._table(repo, kind).search().where(where).select(DEFINITION_COLUMNS)
-                 .limit(MAX_DEFINITIONS).to_arrow())
-        column = table.column("vector").combine_chunks()
-        matrix = column.values.to_numpy(zero_copy_only=False).reshape(len(column), -1) if len(column) else None
-        missing = column.is_null().to_numpy(zero_copy_only=False)
-        vectors = [None if missing[i] else matrix[i] for i in range(len(column))]
-        return table.drop_columns(["vector"]).to_pylist(), vectors
+    def _light_rows(self, repo, kind: str, paths: list[str]) -> list[tuple[dict, np.ndarray | None]]:
+        """The files' rows without code (DEFINITION_COLUMNS), each with its vector as an array
+        (None: not yet embedded). Read as Arrow, since a vector turned into a Python list costs
+        more than its query, and kept for the next search while the table stays at its version."""
+        table = self._table(repo, kind)
+        version = (table.name, table.version)
+        with self._lock:
+            found = {path: self._definitions[(*version, path)] for path in paths
+                     if (*version, path) in self._definitions}
+            for path in found:
+                self._definitions.move_to_end((*version, path))
+        missing = [path for path in paths if path not in found]
+        if missing:
+            read = (table.search().where(create_tables.sql_in("file_path", missing)).select(DEFINITION_COLUMNS)
+                    .limit(MAX_DEFINITIONS).to_arrow())
+            column = read.column("vector").combine_chunks()
+            matrix = column.values.to_numpy(zero_copy_only=False).reshape(len(column), -1) if len(column) else None
+            absent = column.is_null().to_numpy(zero_copy_only=False)
+            fresh: dict[str, list[tuple[dict, np.ndarray | None]]] = {path: [] for path in missing}
+            for i, row in enumerate(read.drop_columns(["vector"]).to_pylist()):
+                fresh[row["file_path"]].append((row, None if absent[i] else matrix[i]))
+            with self._lock:
+                for path, rows in fresh.items():
+                    self._definitions[(*version, path)] = rows
+                while len(self._definitions) > DEFINITION_CACHE_FILES:
+                    self._definitions.popitem(last=False)
+            found.update(fresh)
+        return [entry for path in paths for entry in found[path]]
 
     def _rerank(self, parsed: ParsedQuery, pool: list[Hit], options: SearchOptions, stages: _Stages,
                 notices: list[str], report: Progress) -> tuple[list[Hit], dict]:

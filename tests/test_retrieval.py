@@ -170,6 +170,27 @@ def test_the_best_files_show_their_best_weighed_definitions_read_whole(retriever
     assert all(f.definitions == [] for f in plain.files)
 
 
+def test_a_reindexed_file_shows_its_definitions_as_they_are_now(settings, sample_copy):
+    """A retriever keeps the best files' light rows between searches, per table version: a
+    re-index must not leave it weighing the file as it was."""
+    from preprocessing import index_repo
+
+    index_repo(sample_copy, settings, name="s", progress=False)
+    retriever = Retriever(settings)
+    question, options = "how is an order CSV turned into products?", SearchOptions(k=4, hyde=False, rerank=False)
+
+    def parser_definitions() -> set[str]:
+        files = retriever.search("s", question, options).files
+        return {d.hit.qualified_name for d in next(f for f in files if f.path == "shop/csv_parser.py").definitions}
+
+    before = parser_definitions()
+    assert before and "parse_order_rows_again" not in before
+    with (sample_copy / "shop" / "csv_parser.py").open("a", encoding="utf-8") as source:
+        source.write("\n\ndef parse_order_rows_again(text):\n    return [line.split(',') for line in text.splitlines()]\n")
+    index_repo(sample_copy, settings, name="s", progress=False)
+    assert parser_definitions() == before | {"parse_order_rows_again"}
+
+
 def test_role_is_a_filter(searcher):
     docs = searcher.search("sample", "how is the shop laid out", SearchOptions(k=8, hyde=False, role="docs"))
     assert docs.results and {h.role for h in docs.results} == {"docs"}
