@@ -413,9 +413,17 @@ def _registry(db: lancedb.DBConnection):
 
 
 def list_repos(db: lancedb.DBConnection) -> list[RepoInfo]:
+    """Every registered repo. A registry listed but not yet openable is one that another
+    process's first index run is creating at this instant: nothing is registered yet."""
     if REGISTRY_TABLE not in table_names(db):
         return []
-    rows = db.open_table(REGISTRY_TABLE).to_arrow().to_pylist()
+    try:
+        table = db.open_table(REGISTRY_TABLE)
+    except ValueError as exc:  # LanceDB's word for a table whose first version isn't written yet
+        if "was not found" not in str(exc):
+            raise
+        return []
+    rows = table.to_arrow().to_pylist()
     return sorted(map(RepoInfo.from_row, rows), key=lambda info: info.name)
 
 

@@ -264,6 +264,16 @@ def test_run_interrupted_before_references_is_repaired_by_the_next(settings, sam
     assert_same_rows(snapshot(settings, "s"), snapshot(clean, "s"))
 
 
+def test_a_registry_being_created_lists_no_repo(settings):
+    """Another process's first index run has made the registry's directory but not written its
+    first version: a reader listing repos at that instant sees none, not an error (this raced
+    the test below, which polls the registry while the index run creates it)."""
+    db = create_tables.connect(settings)
+    (settings.data_dir / "lancedb" / f"{create_tables.REGISTRY_TABLE}.lance").mkdir(parents=True)
+    assert create_tables.REGISTRY_TABLE in create_tables.table_names(db)
+    assert create_tables.list_repos(db) == [] and create_tables.find_repo(db, "big") is None
+
+
 def test_searchable_before_its_vectors_and_a_killed_fill_resumes(tmp_path):
     """Rows are searchable as soon as they are parsed; a `kill -9` while they are being embedded
     leaves a searchable index whose rows without vectors still rank, and the next run embeds
@@ -278,7 +288,6 @@ def test_searchable_before_its_vectors_and_a_killed_fill_resumes(tmp_path):
     retriever = Retriever(settings)
     retriever.embedder.embed(["load the model before the index run starts"])
     db = create_tables.connect(settings)
-    create_tables.list_repos(db)  # the registry exists before the run, so polling never races its creation
 
     proc = run_cli(["index", str(repo), "--name", "big", "--no-progress"], env)
     try:
