@@ -89,8 +89,12 @@ class Corpus:
             if self.mirror is not None:
                 raise CorpusError(f"{repo}: no mirror at {source}")
             source.parent.mkdir(parents=True, exist_ok=True)
-            subprocess.run(["git", "clone", "--bare", "--quiet", f"https://github.com/{repo}.git", str(source)],
-                           check=True)
+            cloned = subprocess.run(["git", "clone", "--bare", "--quiet", f"https://github.com/{repo}.git",
+                                     str(source)], capture_output=True, text=True, check=False)
+            if cloned.returncode != 0:
+                reason = (cloned.stderr.strip().splitlines() or [f"exit status {cloned.returncode}"])[-1]
+                raise CorpusError(f"{repo}: cloning from GitHub failed ({reason}); "
+                                  f"point --mirror (or ${MIRROR_ENV}) at local mirrors instead")
         missing = [c for c in commits if not self.has_commit(repo, c)]
         if missing and self.mirror is None:
             for commit in missing:  # not on a branch any more: GitHub still serves reachable ids
