@@ -565,14 +565,12 @@ class Retriever:
         definitions, vectors, texts = [], [], []
         for kind, rows in zip(DEFINITION_TABLES, self._pool.map(
                 lambda kind: self._light_rows(repo, kind, paths), DEFINITION_TABLES)):
-            for row, vector in rows:
-                if row["kind"] in (DOC_KIND, FILE_KIND):
-                    continue
+            for row, vector, tokens in rows:
                 definitions.append(in_pool.get(row["id"]) or _hit(
                     {**row, "signature": "", "doc": "", "code": "", "parent": None, "references": [],
                      "_score_value": 0.0}, kind))
                 vectors.append(vector)
-                texts.append(row["search_text"].split())
+                texts.append(tokens)
         named = {hit.id for hit in definitions if any(_names(hit, name) for name in parsed.symbols)}
         terms = list(dict.fromkeys(create_tables.code_tokens(parsed.text).split()))[:MAX_FILE_TERMS]
         features = definition_features(definitions, vectors, texts, pool, question_vector, terms, named)
@@ -593,10 +591,11 @@ class Retriever:
                 for definition in file.definitions:
                     definition.hit = whole.get(definition.hit.id, definition.hit)
 
-    def _light_rows(self, repo, kind: str, paths: list[str]) -> list[tuple[dict, np.ndarray | None]]:
-        """The files' rows without code (DEFINITION_COLUMNS), each with its vector as an array
-        (None: not yet embedded). Read as Arrow, since a vector turned into a Python list costs
-        more than its query, and kept for the next search while the table stays at its version."""
+    def _light_rows(self, repo, kind: str, paths: list[str]) -> list[tuple[dict, np.ndarray | None, list[str]]]:
+        """The files' definitions and module code without code (DEFINITION_COLUMNS), each with its
+        vector as an array (None: not yet embedded) and its search text's tokens. Read as Arrow,
+        since a vector turned into a Python list costs more than its query, and kept for the next
+        search while the table stays at its version."""
         table = self._table(repo, kind)
         version = (table.name, table.version)
         with self._lock:
@@ -606,14 +605,15 @@ class Retriever:
                 self._definitions.move_to_end((*version, path))
         missing = [path for path in paths if path not in found]
         if missing:
-            read = (table.search().where(create_tables.sql_in("file_path", missing)).select(DEFINITION_COLUMNS)
-                    .limit(MAX_DEFINITIONS).to_arrow())
+            where = f"{create_tables.sql_in('file_path', missing)} AND kind NOT IN ('{DOC_KIND}', '{FILE_KIND}')"
+            read = table.search().where(where).select(DEFINITION_COLUMNS).limit(MAX_DEFINITIONS).to_arrow()
             column = read.column("vector").combine_chunks()
             matrix = column.values.to_numpy(zero_copy_only=False).reshape(len(column), -1) if len(column) else None
             absent = column.is_null().to_numpy(zero_copy_only=False)
-            fresh: dict[str, list[tuple[dict, np.ndarray | None]]] = {path: [] for path in missing}
+            fresh: dict[str, list[tuple[dict, np.ndarray | None, list[str]]]] = {path: [] for path in missing}
             for i, row in enumerate(read.drop_columns(["vector"]).to_pylist()):
-                fresh[row["file_path"]].append((row, None if absent[i] else matrix[i]))
+                tokens = row.pop("search_text").split()
+                fresh[row["file_path"]].append((row, None if absent[i] else matrix[i], tokens))
             with self._lock:
                 for path, rows in fresh.items():
                     self._definitions[(*version, path)] = rows
