@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from create_tables import code_tokens
-from languages import CLASS_KINDS, DOC_LANGUAGES, FILE_KIND
+from languages import CLASS_KINDS, DOC_LANGUAGES, FILE_KIND, MODULE_KIND
 
 if TYPE_CHECKING:
     from retrieval import Hit
@@ -41,6 +41,7 @@ RANKER_FILE = Path(__file__).resolve().parent / "models" / "file_ranker.json"
 SYMBOL_RANKER_FILE = Path(__file__).resolve().parent / "models" / "symbol_ranker.json"
 SYMBOLS_PER_FILE = 3  # of a listed file: the rows that made it rank
 DEFINITION_FILES = 4  # the best files, whose every definition the symbol ranker weighs
+DOCS_IN_PLACE = 1  # docs sections that keep their place in the symbol list though no listed file holds them
 STRONG_HITS = 10  # the pool's best rows, whose references make the graph features
 NON_SOURCE_ROLES = ("example", "benchmark", "docs", "generated", "vendored")
 
@@ -70,6 +71,9 @@ DEFINITION_FEATURES = (
     "lines",  # log(1 + its length in lines)
     "container",  # class-like (its methods are rows of their own)
     "used",  # log(1 + the places that use it)
+    "own_share",  # share of its lines that none of the file's definitions inside it holds
+    "container_own",  # class-like × own_share: fields and a header, or mostly methods
+    "module",  # a module-code row: top-level code, not a definition
 )
 BM25_K1, BM25_B = 1.5, 0.75
 
@@ -110,6 +114,11 @@ class LinearRanker:
 
     def score(self, features: dict[str, float]) -> float:
         return self.bias + sum(self.weights.get(name, 0.0) * value for name, value in features.items())
+
+    def score_rows(self, rows: np.ndarray, names: Sequence[str]) -> np.ndarray:
+        """`score` of each row of a matrix whose columns are `names`: one product for a search's
+        few hundred definitions, where a dict per row cost ~8 ms."""
+        return rows @ np.array([self.weights.get(name, 0.0) for name in names]) + self.bias
 
     @classmethod
     def load(cls, path: Path = RANKER_FILE, features: Sequence[str] = FEATURES) -> "LinearRanker":
@@ -208,6 +217,7 @@ def definition_features(definitions: list["Hit"], vectors: list[Sequence[float] 
     by_file: dict[str, list[int]] = {}
     for i, hit in enumerate(definitions):
         by_file.setdefault(hit.file_path, []).append(i)
+    own = _own_share(definitions, by_file.values())
     features: list[dict[str, float]] = [{} for _ in definitions]
     for rows in by_file.values():
         best_cos = max(cosines[i] for i in rows)
@@ -224,8 +234,31 @@ def definition_features(definitions: list["Hit"], vectors: list[Sequence[float] 
                 "name_terms": len(name_terms & asked) / len(name_terms) if name_terms else 0.0,
                 "named": float(hit.id in named or hit.exact),
                 "lines": math.log1p(max(0, hit.end_line - hit.start_line + 1)),
-                "container": float(hit.kind in CLASS_KINDS), "used": math.log1p(hit.reference_count)}
+                "container": float(hit.kind in CLASS_KINDS), "used": math.log1p(hit.reference_count),
+                "own_share": own[i], "container_own": own[i] * (hit.kind in CLASS_KINDS),
+                "module": float(hit.kind == MODULE_KIND)}
     return features
+
+
+def _own_share(definitions: list["Hit"], files: Iterable[list[int]]) -> list[float]:
+    """Per definition, the share of its lines that no definition nested in it holds.
+
+    A fix's gold symbol is the innermost definition holding a changed line, so a class made
+    of methods is rarely it while a struct of fields often is: the eval's Rust and Java gold
+    classes were why `container` alone weighed +1.23 and put Python classes above their
+    methods. Rows nest or are disjoint; one pass over each file's rows in order of their
+    start subtracts every row from the row that directly holds it."""
+    size = [max(1, h.end_line - h.start_line + 1) for h in definitions]
+    own = list(size)
+    for rows in files:
+        holders: list[int] = []  # the rows open at this line, innermost last
+        for i in sorted(rows, key=lambda i: (definitions[i].start_line, -definitions[i].end_line, i)):
+            while holders and definitions[holders[-1]].end_line < definitions[i].start_line:
+                holders.pop()
+            if holders and definitions[holders[-1]].end_line >= definitions[i].end_line:
+                own[holders[-1]] -= size[i]
+            holders.append(i)
+    return [max(0, n) / s for n, s in zip(own, size)]
 
 
 def _bm25(texts: list[list[str]], terms: list[str]) -> np.ndarray:
@@ -253,10 +286,11 @@ def rank_definitions(files: list[FileHit], definitions: list["Hit"], features: l
     Showing SYMBOLS_PER_FILE of every file instead lowered function recall@10 on the train
     split (0.391 → 0.377): the top files' extra rows push other files' out of the top 10."""
     ranker = ranker or default_symbol_ranker()
+    rows = np.array([[values.get(name, 0.0) for name in DEFINITION_FEATURES] for values in features],
+                    dtype=np.float64).reshape(len(features), len(DEFINITION_FEATURES))
     by_file: dict[str, list[Definition]] = {}
-    for hit, values in zip(definitions, features):
-        values = {name: values.get(name, 0.0) for name in DEFINITION_FEATURES}
-        by_file.setdefault(hit.file_path, []).append(Definition(hit, values, ranker.score(values)))
+    for hit, row, score in zip(definitions, rows.tolist(), ranker.score_rows(rows, DEFINITION_FEATURES).tolist()):
+        by_file.setdefault(hit.file_path, []).append(Definition(hit, dict(zip(DEFINITION_FEATURES, row)), score))
     for file in files:
         file.definitions = sorted(by_file.get(file.path, []), key=lambda d: (-d.score, d.hit.start_line))
         if file.definitions:
@@ -266,22 +300,29 @@ def rank_definitions(files: list[FileHit], definitions: list["Hit"], features: l
 def hits_in_file_order(hits: list["Hit"], files: list[FileHit]) -> list["Hit"]:
     """The symbol list in the order of the file ranking: code rows the question names exactly
     first (as it named them), then each listed file's best code rows, file by file, then the
-    other code rows; docs sections keep their places in the pool.
+    other code rows. The best docs section, and those of listed files, keep their places in
+    the pool; the other docs sections follow the listed files' rows.
 
     The file ranking weighs more evidence than any single row's score: on the eval's train
-    split this order, docs sections included, raised function recall@10 from 0.35 to 0.40 and
-    hit@10 from 0.61 to 0.66. It was learned where the answer is code, never docs, and moving
-    docs sections after every listed file took the Flask eval's docs questions from 0.875 to
-    0.25 file hit@5, so they keep their places (the realistic eval, whose answers are never
-    docs, pays for it: train 0.37 / 0.56)."""
+    split this order raised function recall@10 from 0.35 to 0.40 and hit@10 from 0.61 to 0.66.
+    Docs: a bug report matches the docs that describe the feature and the issue template it was
+    written in (ripgrep's ISSUE_TEMPLATE.md sections took 2 to 4 of the top 10), and the file
+    model, which learned that the fix is code, seldom lists those files. Moving every section
+    of an unlisted file down took the Flask eval's docs questions from 0.875 to 0.375 symbol
+    recall@10; keeping the best one in its place keeps 0.75 of them while the train split's
+    function recall@10 rose 0.385 → 0.419 and the Flask eval's code questions gained."""
+    listed = {file.path for file in files}
+    docs = [hit for hit in hits if hit.language in DOC_LANGUAGES]
+    in_place = {hit.id for hit in docs[:DOCS_IN_PLACE]} | {hit.id for hit in docs if hit.file_path in listed}
     code = [hit for hit in hits if hit.language not in DOC_LANGUAGES]
     ordered = [hit for hit in code if hit.exact]
     seen = {hit.id for hit in ordered}
     ordered += [hit for file in files for hit in file.symbols
                 if hit.id not in seen and hit.language not in DOC_LANGUAGES]
+    ordered += [hit for hit in docs if hit.id not in in_place]
     seen = {hit.id for hit in ordered}
     ordered += [hit for hit in code if hit.id not in seen]
     for place, hit in enumerate(hits):
-        if hit.language in DOC_LANGUAGES:
+        if hit.id in in_place:
             ordered.insert(place, hit)
     return ordered

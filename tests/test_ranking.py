@@ -100,6 +100,18 @@ def test_docs_sections_keep_their_places_while_code_follows_the_file_ranking() -
     assert [h.name for h in hits_in_file_order(hits, files)] == ["b1", "Intro", "a1", "FAQ"]
 
 
+def test_docs_sections_of_unlisted_files_follow_the_listed_files_except_the_best() -> None:
+    hits = [hit("a.py", 0.9, "a1"), hit("docs/intro.md", 0.85, "Intro"), hit("docs/faq.md", 0.8, "FAQ"),
+            hit("b.py", 0.75, "b1"), hit("docs/notes.md", 0.7, "Notes"), hit("c.py", 0.6, "c1")]
+    for doc in (hits[1], hits[2], hits[4]):
+        doc.language = "markdown"
+    files = {f.path: f for f in rank_files([bm25("b.py", 5.0)], hits, about_tests=False, ranker=RECIPROCAL)}
+    code_only = [files["b.py"], files["a.py"]]
+    assert [h.name for h in hits_in_file_order(hits, code_only)] == ["b1", "Intro", "a1", "FAQ", "Notes", "c1"]
+    with_faq = [files["b.py"], files["docs/faq.md"], files["a.py"]]
+    assert [h.name for h in hits_in_file_order(hits, with_faq)] == ["b1", "Intro", "FAQ", "a1", "Notes", "c1"]
+
+
 # --- Definitions of the best files ---------------------------------------------------------------
 
 def test_each_definition_is_weighed_against_the_question_and_its_own_file() -> None:
@@ -125,6 +137,27 @@ def test_each_definition_is_weighed_against_the_question_and_its_own_file() -> N
     assert (third["named"], third["container"], first["container"]) == (1.0, 1.0, 0.0)
     assert second["lines"] == pytest.approx(math.log1p(20)) and second["used"] == pytest.approx(math.log1p(3))
     assert all(set(f) == set(ranking.DEFINITION_FEATURES) for f in features)
+
+
+def test_a_class_of_methods_owns_few_of_its_lines_and_a_struct_of_fields_all() -> None:
+    def row(path: str, name: str, kind: str, start: int, end: int):
+        found = hit(path, 0.0, name)
+        found.kind, found.start_line, found.end_line = kind, start, end
+        return found
+
+    rows = [row("a.py", "Session", "class", 1, 40), row("a.py", "Session.open", "method", 5, 24),
+            row("a.py", "Session.save", "method", 25, 40), row("a.py", "Session.save.encode", "function", 30, 39),
+            row("a.py", "a.py", "module", 41, 50), row("b.rs", "Options", "struct", 1, 10),
+            row("b.rs", "Options", "impl", 12, 30), row("b.rs", "Options.new", "method", 13, 20)]
+    features = ranking.definition_features(rows, [None] * len(rows), [[] for _ in rows], pool=[],
+                                           question_vector=None, question_terms=["session"], named=set())
+    share = {(r.name, r.kind): f["own_share"] for r, f in zip(rows, features)}
+    assert share[("Session", "class")] == pytest.approx(4 / 40)  # lines 1-4: its methods hold the rest
+    assert share[("Session.save", "method")] == pytest.approx(6 / 16)  # not the nested function's lines
+    assert share[("Session.open", "method")] == 1.0 and share[("Options", "struct")] == 1.0
+    assert share[("Options", "impl")] == pytest.approx(11 / 19)
+    assert [f["container_own"] for f in features] == pytest.approx([4 / 40, 0, 0, 0, 0, 1.0, 11 / 19, 0])
+    assert [f["module"] for f in features] == [0, 0, 0, 0, 1.0, 0, 0, 0]
 
 
 def test_a_listed_file_shows_the_definitions_the_ranker_scores_best_pool_or_not() -> None:
