@@ -77,6 +77,7 @@ _TEST_WORDS = re.compile(r"\btests?\b|\bspecs?\b|pytest|unittest", re.IGNORECASE
 
 
 Progress = Callable[[str, str, "float | None", str], None]
+LightRow = tuple[dict, np.ndarray | None, list[str]]  # a definition's columns, its vector, its search tokens
 
 
 def _silent(stage: str, state: str, ms: float | None, detail: str) -> None:
@@ -591,7 +592,7 @@ class Retriever:
                 for definition in file.definitions:
                     definition.hit = whole.get(definition.hit.id, definition.hit)
 
-    def _light_rows(self, repo, kind: str, paths: list[str]) -> list[tuple[dict, np.ndarray | None, list[str]]]:
+    def _light_rows(self, repo, kind: str, paths: list[str]) -> list[LightRow]:
         """The files' definitions and module code without code (DEFINITION_COLUMNS), each with its
         vector as an array (None: not yet embedded) and its search text's tokens. Read as Arrow,
         since a vector turned into a Python list costs more than its query, and kept for the next
@@ -610,7 +611,7 @@ class Retriever:
             column = read.column("vector").combine_chunks()
             matrix = column.values.to_numpy(zero_copy_only=False).reshape(len(column), -1) if len(column) else None
             absent = column.is_null().to_numpy(zero_copy_only=False)
-            fresh: dict[str, list[tuple[dict, np.ndarray | None, list[str]]]] = {path: [] for path in missing}
+            fresh: dict[str, list[LightRow]] = {path: [] for path in missing}
             for i, row in enumerate(read.drop_columns(["vector"]).to_pylist()):
                 tokens = row.pop("search_text").split()
                 fresh[row["file_path"]].append((row, None if absent[i] else matrix[i], tokens))
