@@ -58,7 +58,12 @@ class Watcher:
         return [line for line in self.lines if f" re-indexed {self.name}: " in line]
 
     def next_run(self, action: Callable[[], None]) -> tuple[str, str]:
-        """Do `action`, wait for the run it starts, then for a quiet spell: (its start, its report)."""
+        """Do `action`, wait for the run it starts, then for a quiet spell: (its start, its report).
+
+        A run started earlier is let finish first: a file is searchable before its vectors are
+        in, so a test that waited only for search can leave its run embedding, and on a busy box
+        that run's report used to land in the next test's count."""
+        self.wait_for(lambda: len(self.starts()) == len(self.runs()), "the run before to finish")
         before = len(self.runs())
         action()
         self.wait_for(lambda: len(self.runs()) > before, "re-index")
