@@ -26,6 +26,7 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Callable, Iterator
 
 os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every hybrid query otherwise; read at import
@@ -236,6 +237,12 @@ class ParsedQuery:
     files: tuple[str, ...]  # file names or paths it mentions
     about_tests: bool = False  # the question is about tests: don't rank test files lower
     pieces: tuple[str, ...] = ()  # a report's code blocks and error lines, embedded on their own
+
+    @cached_property
+    def terms(self) -> list[str]:
+        """Its distinct identifier-aware tokens, in order (at most MAX_FILE_TERMS): what
+        whole-file BM25 and the definitions' BM25 match, tokenized once per search."""
+        return list(dict.fromkeys(create_tables.code_tokens(self.text).split()))[:MAX_FILE_TERMS]
 
 
 def parse_query(text: str) -> ParsedQuery:
@@ -544,7 +551,7 @@ class Retriever:
 
         Whole-file evidence is what a row-level search lacks: a file whose ten functions each
         match a little, or whose bug lives in module-level code, ranks here."""
-        terms = list(dict.fromkeys(create_tables.code_tokens(parsed.text).split()))[:MAX_FILE_TERMS]
+        terms = parsed.terms
         if not terms:
             return []
         where = " AND ".join(filter(None, [f"kind = '{FILE_KIND}'", _where(options)]))
@@ -573,8 +580,7 @@ class Retriever:
                 vectors.append(vector)
                 texts.append(tokens)
         named = {hit.id for hit in definitions if any(_names(hit, name) for name in parsed.symbols)}
-        terms = list(dict.fromkeys(create_tables.code_tokens(parsed.text).split()))[:MAX_FILE_TERMS]
-        features = definition_features(definitions, vectors, texts, pool, question_vector, terms, named)
+        features = definition_features(definitions, vectors, texts, pool, question_vector, parsed.terms, named)
         rank_definitions(files, definitions, features)
         outside = {hit.id: hit.table for file in files for hit in file.symbols if hit.id not in in_pool}
         if outside:
