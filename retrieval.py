@@ -342,7 +342,7 @@ class Retriever:
         self._holders: dict[tuple[str, str], tuple[float, index_lock.LockHolder | None]] = {}
         # (table, version, file) → its light rows with their vectors: the best files of one
         # question are often the best files of the next.
-        self._definitions: OrderedDict[tuple[str, int, str], list[tuple[dict, np.ndarray | None]]] = OrderedDict()
+        self._definitions: OrderedDict[tuple[str, int, str], list[LightRow]] = OrderedDict()
         # Shared by concurrent requests: a search queues about ten short queries here (each row
         # table's BM25 and vector queries, whole-file BM25, exact-name lookups); none waits on another.
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="codeqa-table")
