@@ -46,6 +46,8 @@ log = logging.getLogger("codeqa.lock")
 LOCK_TABLE = "codeqa_locks"
 LEASE_SECONDS = 60.0
 POLL_SECONDS = 1.0
+SETTLE_TRIES = 20  # a race that leaves no visible holder is retried at once, this many times,
+SETTLE_SECONDS = 0.05  # this far apart, before a run reports the lock busy or the table missing
 
 LOCK_SCHEMA = pa.schema([
     key_field("name"),  # the repo's name
@@ -111,11 +113,20 @@ def _process_alive(pid: int, started: float) -> bool:
 
 
 def _lock_table(db: lancedb.DBConnection):
-    if LOCK_TABLE not in table_names(db):
+    """The lock table, created by whichever run comes first. Runs that start together race to
+    create it: a loser may find the table's directory before the winner's first commit is in,
+    and opening it then fails with "not found", so it retries for a moment."""
+    for _ in range(SETTLE_TRIES - 1):
         try:
-            return db.create_table(LOCK_TABLE, schema=LOCK_SCHEMA)
-        except (ValueError, OSError, RuntimeError):  # another process created it first
-            pass
+            return _create_or_open_lock_table(db)
+        except (ValueError, OSError, RuntimeError):  # another run is creating it right now
+            time.sleep(SETTLE_SECONDS)
+    return _create_or_open_lock_table(db)
+
+
+def _create_or_open_lock_table(db: lancedb.DBConnection):
+    if LOCK_TABLE not in table_names(db):
+        return db.create_table(LOCK_TABLE, schema=LOCK_SCHEMA)
     return db.open_table(LOCK_TABLE)
 
 
@@ -173,12 +184,20 @@ class RepoLock:
         `IndexBusyError` naming the holder."""
         self._table = _lock_table(self.db)
         deadline = time.monotonic() + max(0.0, wait)
+        settle = 0
         while True:
             current = _read(self._table, self.name)
             if self._try_take(current):
                 break
+            winner = _read(self._table, self.name)
+            if winner is None and settle < SETTLE_TRIES:
+                # Lost a race yet no holder is visible (it released, or its commit is not in
+                # view yet): the lock may be free, so try again rather than report it busy.
+                settle += 1
+                time.sleep(SETTLE_SECONDS)
+                continue
             if time.monotonic() >= deadline:
-                raise self._busy(_read(self._table, self.name))  # the winner, if we just lost a race
+                raise self._busy(winner)
             time.sleep(POLL_SECONDS)
         self._thread = threading.Thread(target=self._heartbeat, name=f"codeqa-lock-{self.name}", daemon=True)
         self._thread.start()

@@ -109,7 +109,7 @@ def test_of_processes_racing_for_a_lock_exactly_one_wins(tmp_path):
         assert first_lines.count("held") == 1, first_lines
         losers = [(racer, line) for racer, line in zip(racers, first_lines) if line != "held"]
         assert all(racer.wait(timeout=120) == 75 for racer, _ in losers)
-        assert all(line.startswith("busy: shared is being indexed by another run (pid ") for _, line in losers)
+        assert all(line.startswith("busy: shared is being indexed by another run (pid ") for _, line in losers), first_lines
     finally:
         for racer in racers:
             racer.kill()
