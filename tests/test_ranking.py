@@ -85,9 +85,18 @@ def test_symbols_follow_the_file_ranking_after_what_the_question_names() -> None
     hits = [hit("a.py", 0.9, "a1"), hit("b.py", 0.8, "b1"), hit("a.py", 0.7, "a2"), hit("c.py", 0.6, "c1"),
             hit("d.py", 0.5, "named")]
     hits[4].exact = True
+    files = rank_files([bm25("b.py", 5.0)], hits, about_tests=False, ranker=RECIPROCAL)
+    assert [f.path for f in files[:2]] == ["b.py", "a.py"] and "d.py" in {f.path for f in files}
+    assert [h.name for h in hits_in_file_order(hits, files)][:4] == ["named", "b1", "a1", "a2"]
+
+
+def test_a_named_row_of_an_unlisted_file_does_not_lead() -> None:
+    """A name pasted in a log (`show_versions`) leads only if the file ranking lists its file."""
+    hits = [hit("a.py", 0.9, "a1"), hit("b.py", 0.8, "b1"), hit("a.py", 0.7, "a2"), hit("c.py", 0.6, "c1"),
+            hit("d.py", 0.5, "named")]
+    hits[4].exact = True
     files = rank_files([bm25("b.py", 5.0)], hits, about_tests=False, ranker=RECIPROCAL)[:2]
-    assert [f.path for f in files] == ["b.py", "a.py"]
-    assert [h.name for h in hits_in_file_order(hits, files)] == ["named", "b1", "a1", "a2", "c1"]
+    assert [h.name for h in hits_in_file_order(hits, files)] == ["b1", "a1", "a2", "c1", "named"]
 
 
 def test_docs_sections_keep_their_places_while_code_follows_the_file_ranking() -> None:
