@@ -612,7 +612,7 @@ class Retriever:
                 self._definitions.move_to_end((*version, path))
         missing = [path for path in paths if path not in found]
         if missing:
-            where = f"{create_tables.sql_in('file_path', missing)} AND kind NOT IN ('{DOC_KIND}', '{FILE_KIND}')"
+            where = f"{create_tables.sql_in('file_path', missing)} AND NOT {create_tables.sql_in('kind', [DOC_KIND, FILE_KIND])}"
             read = table.search().where(where).select(DEFINITION_COLUMNS).limit(MAX_DEFINITIONS).to_arrow()
             column = read.column("vector").combine_chunks()
             matrix = column.values.to_numpy(zero_copy_only=False).reshape(len(column), -1) if len(column) else None
