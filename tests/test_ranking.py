@@ -109,7 +109,7 @@ def test_docs_sections_keep_their_places_while_code_follows_the_file_ranking() -
     assert [h.name for h in hits_in_file_order(hits, files)] == ["b1", "Intro", "a1", "FAQ"]
 
 
-def test_docs_sections_of_unlisted_files_follow_the_listed_files_except_the_best() -> None:
+def test_docs_sections_follow_the_listed_files_code_except_the_best() -> None:
     hits = [hit("a.py", 0.9, "a1"), hit("docs/intro.md", 0.85, "Intro"), hit("docs/faq.md", 0.8, "FAQ"),
             hit("b.py", 0.75, "b1"), hit("docs/notes.md", 0.7, "Notes"), hit("c.py", 0.6, "c1")]
     for doc in (hits[1], hits[2], hits[4]):
@@ -117,8 +117,8 @@ def test_docs_sections_of_unlisted_files_follow_the_listed_files_except_the_best
     files = {f.path: f for f in rank_files([bm25("b.py", 5.0)], hits, about_tests=False, ranker=RECIPROCAL)}
     code_only = [files["b.py"], files["a.py"]]
     assert [h.name for h in hits_in_file_order(hits, code_only)] == ["b1", "Intro", "a1", "FAQ", "Notes", "c1"]
-    with_faq = [files["b.py"], files["docs/faq.md"], files["a.py"]]
-    assert [h.name for h in hits_in_file_order(hits, with_faq)] == ["b1", "Intro", "FAQ", "a1", "Notes", "c1"]
+    faq_listed = [files["b.py"], files["docs/faq.md"], files["a.py"]]
+    assert [h.name for h in hits_in_file_order(hits, faq_listed)] == ["b1", "Intro", "a1", "FAQ", "Notes", "c1"]
 
 
 # --- Definitions of the best files ---------------------------------------------------------------
