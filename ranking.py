@@ -72,6 +72,8 @@ DEFINITION_FEATURES = (
     "lines",  # log(1 + its length in lines)
     "container",  # class-like (its methods are rows of their own)
     "used",  # log(1 + the places that use it)
+    "strong",  # one of the pool's STRONG_HITS best rows
+    "calls_strong",  # log(1 + those strong rows it uses): it calls what matched best
     "own_share",  # share of its lines that none of the file's definitions inside it holds
     "container_own",  # class-like × own_share: fields and a header, or mostly methods
     "module",  # a module-code row: top-level code, not a definition
@@ -172,7 +174,7 @@ def file_features(bm25_files: list[dict], hits: list["Hit"], about_tests: bool) 
 def _graph_features(files: dict[str, FileHit], hits: list["Hit"]) -> None:
     """From the references of the pool's strongest rows: which files use them (callers of what
     matched), and which files hold rows used from the strong rows' files."""
-    strong = [h for h in hits if h.kind != FILE_KIND and h.table != "modules"][:STRONG_HITS]
+    strong = strong_rows(hits)
     strong_files = {h.file_path for h in strong}
     uses: dict[str, int] = {}
     for hit in strong:
@@ -186,6 +188,11 @@ def _graph_features(files: dict[str, FileHit], hits: list["Hit"]) -> None:
     for path, file in files.items():
         file.features.update(uses_strong=math.log1p(uses.get(path, 0)),
                              used_by_strong=math.log1p(used_by.get(path, 0)))
+
+
+def strong_rows(hits: list["Hit"]) -> list["Hit"]:
+    """The pool's best definitions (no file or module rows): where the graph features start."""
+    return [h for h in hits if h.kind != FILE_KIND and h.table != "modules"][:STRONG_HITS]
 
 
 def rank_files(bm25_files: list[dict], hits: list["Hit"], about_tests: bool,
@@ -206,6 +213,10 @@ def definition_features(definitions: list["Hit"], vectors: list[Sequence[float] 
     within-file ones compare it with the other definitions of its file in the list, `pool` is
     the search's candidate pool best first, `named` the ids of rows the question names."""
     pool_rank = {hit.id: rank for rank, hit in reversed(list(enumerate(pool, 1)))}
+    strong = strong_rows(pool)
+    strong_ids = {hit.id for hit in strong}
+    # References are the places that use a row, each naming the definition it sits in.
+    calls = Counter(place for hit in strong for place in {(ref["file_path"], ref["caller"]) for ref in hit.references})
     cosines = np.zeros(len(definitions))
     embedded = [i for i, vector in enumerate(vectors) if vector is not None]
     if question_vector is not None and embedded:
@@ -236,6 +247,8 @@ def definition_features(definitions: list["Hit"], vectors: list[Sequence[float] 
                 "named": float(hit.id in named or hit.exact),
                 "lines": math.log1p(max(0, hit.end_line - hit.start_line + 1)),
                 "container": float(hit.kind in CLASS_KINDS), "used": math.log1p(hit.reference_count),
+                "strong": float(hit.id in strong_ids),
+                "calls_strong": math.log1p(calls[(hit.file_path, hit.qualified_name)]),
                 "own_share": own[i], "container_own": own[i] * (hit.kind in CLASS_KINDS),
                 "module": float(hit.kind == MODULE_KIND)}
     return features

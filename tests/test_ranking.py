@@ -148,6 +148,22 @@ def test_each_definition_is_weighed_against_the_question_and_its_own_file() -> N
     assert all(set(f) == set(ranking.DEFINITION_FEATURES) for f in features)
 
 
+def test_a_definition_that_calls_the_pools_strong_rows_is_marked() -> None:
+    matched, also = hit("api.py", 0.9, "frame_header_size"), hit("api.py", 0.8, "frame_header")
+    # decode calls both twice; main calls one; a row outside the strong ones calls nothing that matters
+    matched.references = [{"file_path": "dec.py", "caller": "decode", "line": n} for n in (3, 5)] + [
+        {"file_path": "cli.py", "caller": "main", "line": 9}]
+    also.references = [{"file_path": "dec.py", "caller": "decode", "line": 7}]
+    weak = hit("api.py", 0.1, "weak")
+    weak.references = [{"file_path": "dec.py", "caller": "unrelated", "line": 20}]
+    decode, main, unrelated = hit("dec.py", 0.0, "decode"), hit("cli.py", 0.0, "main"), hit("dec.py", 0.0, "unrelated")
+    pool = [matched, also] + [hit(f"f{i}.py", 0.5, f"f{i}") for i in range(ranking.STRONG_HITS)] + [weak]
+    features = ranking.definition_features([decode, main, unrelated, matched, weak], [None] * 5, [[]] * 5, pool,
+                                           question_vector=None, question_terms=[], named=set())
+    assert [f["calls_strong"] for f in features] == pytest.approx([math.log1p(2), math.log1p(1), 0, 0, 0])
+    assert [f["strong"] for f in features] == [0.0, 0.0, 0.0, 1.0, 0.0]  # weak ranks below the strongest ten
+
+
 def test_a_class_of_methods_owns_few_of_its_lines_and_a_struct_of_fields_all() -> None:
     def row(path: str, name: str, kind: str, start: int, end: int):
         found = hit(path, 0.0, name)
