@@ -15,8 +15,9 @@ A listed file then shows the definitions the question is most about. The pool ho
 rows that ranked well across the whole repository, so for the best `DEFINITION_FILES` files
 every definition is weighed (`definition_features`: its pool rank, its vector's and its text's
 match to the question, within its file and overall, whether the question uses its name, its
-size, how much of it is its own rather than nested definitions', whether it is module code) by
-a second model, `models/symbol_ranker.json`, trained the same way.
+size, how much of it is its own rather than nested definitions', whether it is module code,
+whether it calls the pool's strongest rows) by a second model, `models/symbol_ranker.json`,
+trained the same way.
 """
 
 from __future__ import annotations
