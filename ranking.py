@@ -43,7 +43,7 @@ RANKER_FILE = Path(__file__).resolve().parent / "models" / "file_ranker.json"
 SYMBOL_RANKER_FILE = Path(__file__).resolve().parent / "models" / "symbol_ranker.json"
 SYMBOLS_PER_FILE = 3  # of a listed file: the rows that made it rank
 DEFINITION_FILES = 4  # the best files, whose every definition the symbol ranker weighs
-DOCS_IN_PLACE = 1  # docs sections (the best) that keep their place in the pool in the symbol list
+DOCS_IN_PLACE = 1  # the best docs sections, which keep their pool places in the symbol list
 STRONG_HITS = 10  # the pool's best rows, whose references make the graph features
 NON_SOURCE_ROLES = ("example", "benchmark", "docs", "generated", "vendored")
 

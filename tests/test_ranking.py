@@ -150,7 +150,7 @@ def test_each_definition_is_weighed_against_the_question_and_its_own_file() -> N
 
 def test_a_definition_that_calls_the_pools_strong_rows_is_marked() -> None:
     matched, also = hit("api.py", 0.9, "frame_header_size"), hit("api.py", 0.8, "frame_header")
-    # decode calls both twice; main calls one; a row outside the strong ones calls nothing that matters
+    # decode calls both strong rows (one of them twice), main one; weak is not among the strong rows
     matched.references = [{"file_path": "dec.py", "caller": "decode", "line": n} for n in (3, 5)] + [
         {"file_path": "cli.py", "caller": "main", "line": 9}]
     also.references = [{"file_path": "dec.py", "caller": "decode", "line": 7}]
