@@ -175,7 +175,7 @@ def file_features(bm25_files: list[dict], hits: list["Hit"], about_tests: bool) 
 def _graph_features(files: dict[str, FileHit], hits: list["Hit"]) -> None:
     """From the references of the pool's strongest rows: which files use them (callers of what
     matched), and which files hold rows used from the strong rows' files."""
-    strong = strong_rows(hits)
+    strong = _strong_rows(hits)
     strong_files = {h.file_path for h in strong}
     uses: dict[str, int] = {}
     for hit in strong:
@@ -191,7 +191,7 @@ def _graph_features(files: dict[str, FileHit], hits: list["Hit"]) -> None:
                              used_by_strong=math.log1p(used_by.get(path, 0)))
 
 
-def strong_rows(hits: list["Hit"]) -> list["Hit"]:
+def _strong_rows(hits: list["Hit"]) -> list["Hit"]:
     """The pool's best definitions (no file or module rows): where the graph features start."""
     return [h for h in hits if h.kind != FILE_KIND and h.table != "modules"][:STRONG_HITS]
 
@@ -214,7 +214,7 @@ def definition_features(definitions: list["Hit"], vectors: list[Sequence[float] 
     within-file ones compare it with the other definitions of its file in the list, `pool` is
     the search's candidate pool best first, `named` the ids of rows the question names."""
     pool_rank = {hit.id: rank for rank, hit in reversed(list(enumerate(pool, 1)))}
-    strong = strong_rows(pool)
+    strong = _strong_rows(pool)
     strong_ids = {hit.id for hit in strong}
     # References are the places that use a row, each naming the definition it sits in.
     calls = Counter(place for hit in strong for place in {(ref["file_path"], ref["caller"]) for ref in hit.references})
