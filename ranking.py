@@ -196,10 +196,8 @@ def _strong_rows(hits: list["Hit"]) -> list["Hit"]:
     return [h for h in hits if h.kind != FILE_KIND and h.table != "modules"][:STRONG_HITS]
 
 
-def rank_files(bm25_files: list[dict], hits: list["Hit"], about_tests: bool,
-               ranker: LinearRanker | None = None) -> list[FileHit]:
-    """Every file with evidence, scored by `ranker` (the shipped model by default), best first."""
-    ranker = ranker or default_ranker()
+def rank_files(bm25_files: list[dict], hits: list["Hit"], about_tests: bool, ranker: LinearRanker) -> list[FileHit]:
+    """Every file with evidence, scored by `ranker` (`default_ranker()` in search), best first."""
     files = list(file_features(bm25_files, hits, about_tests).values())
     for file in files:
         file.features = {name: file.features.get(name, 0.0) for name in FEATURES}
@@ -293,14 +291,14 @@ def _bm25(texts: list[list[str]], terms: list[str]) -> np.ndarray:
 
 
 def rank_definitions(files: list[FileHit], definitions: list["Hit"], features: list[dict[str, float]],
-                     ranker: LinearRanker | None = None) -> None:
-    """Score the definitions and give each of `files` its own, best first, and as its symbols
-    the best of them: as many as the pool gave it (at least one), so the symbol list still
-    covers as many files; a file with none keeps the symbols the pool gave it.
+                     ranker: LinearRanker) -> None:
+    """Score the definitions by `ranker` (`default_symbol_ranker()` in search) and give each of
+    `files` its own, best first, and as its symbols the best of them: as many as the pool gave
+    it (at least one), so the symbol list still covers as many files; a file with none keeps
+    the symbols the pool gave it.
 
     Showing SYMBOLS_PER_FILE of every file instead lowered function recall@10 on the train
     split (0.391 → 0.377): the top files' extra rows push other files' out of the top 10."""
-    ranker = ranker or default_symbol_ranker()
     rows = np.array([[values.get(name, 0.0) for name in DEFINITION_FEATURES] for values in features],
                     dtype=np.float64).reshape(len(features), len(DEFINITION_FEATURES))
     by_file: dict[str, list[Definition]] = {}

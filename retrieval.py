@@ -43,8 +43,8 @@ from embeddings import get_embedder
 from errors import CLI_ERRORS, CodeQAError, cli_exit, is_valid_unicode
 from languages import DOC_KIND, DOC_LANGUAGES, FILE_KIND, INDEXED_EXTENSIONS, LANGUAGES, ROLES
 from llm import LLMClient, LLMUnavailable
-from ranking import (DEFINITION_FILES, FileHit, definition_features, hits_in_file_order, rank_definitions,
-                     rank_files)
+from ranking import (DEFINITION_FILES, FileHit, LinearRanker, default_ranker, default_symbol_ranker,
+                     definition_features, hits_in_file_order, rank_definitions, rank_files)
 
 if TYPE_CHECKING:
     from services import Services
@@ -328,11 +328,17 @@ def _where(options: SearchOptions) -> str | None:
 
 
 class Retriever:
-    """Loads the embedder, LLM client and reranker once; `search()` is safe to call from threads."""
+    """Loads the embedder, LLM client and reranker once; `search()` is safe to call from threads.
+
+    `file_ranker` and `symbol_ranker` replace the shipped models (`models/*.json`): the eval's
+    ablation refits them without a group of features."""
 
     def __init__(self, settings: Settings, llm: LLMClient | None = None, threads: int | None = 1,
-                 db: lancedb.DBConnection | None = None) -> None:
+                 db: lancedb.DBConnection | None = None, file_ranker: LinearRanker | None = None,
+                 symbol_ranker: LinearRanker | None = None) -> None:
         self.settings = settings
+        self.file_ranker = file_ranker or default_ranker()
+        self.symbol_ranker = symbol_ranker or default_symbol_ranker()
         self.db = db if db is not None else create_tables.connect(settings)  # services.Services shares one
         self.embedder = get_embedder(settings, threads=threads)
         self.embedder.embed(["warm up"])  # load the model now, not inside the first query's timing
@@ -459,7 +465,7 @@ class Retriever:
         hits, rerank = self._rerank(parsed, pool, options, stages, notices, report)
         with stages.time("files"):
             bm25_files = file_rows.result() if file_rows is not None else []
-            candidates = rank_files(bm25_files, hits, parsed.about_tests)
+            candidates = rank_files(bm25_files, hits, parsed.about_tests, self.file_ranker)
         if options.definitions:
             with stages.time("definitions"):
                 self._rank_definitions(repo, candidates[:min(options.k, DEFINITION_FILES)], hits, parsed,
@@ -581,7 +587,7 @@ class Retriever:
                 texts.append(tokens)
         named = {hit.id for hit in definitions if any(_names(hit, name) for name in parsed.symbols)}
         features = definition_features(definitions, vectors, texts, pool, question_vector, parsed.terms, named)
-        rank_definitions(files, definitions, features)
+        rank_definitions(files, definitions, features, self.symbol_ranker)
         outside = {hit.id: hit.table for file in files for hit in file.symbols if hit.id not in in_pool}
         if outside:
             kinds = sorted(set(outside.values()))

@@ -149,13 +149,12 @@ def test_a_file_found_by_its_whole_text_is_listed(searcher):
     assert all(f.features["bm25_rr"] == 0.0 for f in vector_only.files)
 
 
-def test_the_best_files_show_their_best_weighed_definitions_read_whole(retriever, monkeypatch):
+def test_the_best_files_show_their_best_weighed_definitions_read_whole(retriever):
     """Every definition of a listed best file is weighed, pool or not; one shown from outside
     the pool comes back whole (code, references), as a pool row would."""
-    longest_first = ranking.LinearRanker({"lines": 1.0})
-    monkeypatch.setattr(ranking, "default_symbol_ranker", lambda: longest_first)
+    longest_first = Retriever(retriever.settings, symbol_ranker=ranking.LinearRanker({"lines": 1.0}))
     question = "how is an order CSV turned into products?"
-    result = retriever.search("sample", question, SearchOptions(k=2, pool=1, hyde=False, rerank=False))
+    result = longest_first.search("sample", question, SearchOptions(k=2, pool=1, hyde=False, rerank=False))
     top = result.files[0]
     repo = create_tables.get_repo(retriever.db, "sample")
     rows = [row for kind in create_tables.ROW_TABLES for row in create_tables.open_table(retriever.db, repo, kind)
@@ -168,6 +167,19 @@ def test_the_best_files_show_their_best_weighed_definitions_read_whole(retriever
     assert shown.id in {h.id for h in result.results}
     plain = retriever.search("sample", question, SearchOptions(k=2, pool=1, hyde=False, definitions=False))
     assert all(f.definitions == [] for f in plain.files)
+
+
+def test_a_retriever_ranks_files_with_the_model_it_is_given(retriever):
+    """The eval's ablation refits the models and hands them to a Retriever: its file scores
+    must be that model's, not the shipped one's."""
+    bm25_only = ranking.LinearRanker({"bm25_rel": 2.0, "bm25_rr": 1.0})
+    question = "how is an order CSV turned into products?"
+    files = Retriever(retriever.settings, file_ranker=bm25_only).search(
+        "sample", question, SearchOptions(k=5, hyde=False, rerank=False)).files
+    assert files and all(f.score == pytest.approx(bm25_only.score(f.features)) for f in files)
+    assert [f.score for f in files] == sorted((f.score for f in files), reverse=True)
+    shipped = retriever.search("sample", question, SearchOptions(k=5, hyde=False, rerank=False)).files
+    assert any(f.score != pytest.approx(bm25_only.score(f.features)) for f in shipped)
 
 
 def test_a_reindexed_file_shows_its_definitions_as_they_are_now(settings, sample_copy):

@@ -166,12 +166,14 @@ def _row(item: Item, snapshot: Snapshot, files: list[str], symbols: list[tuple[s
     }
 
 
-def search_all(run: Run, items: list[Item], snapshots: dict[tuple[str, str], Snapshot],
-               configs: list[str]) -> tuple[dict[str, list[dict]], dict[str, str]]:
-    """Every item under every config, plus the baselines; a config that can't run says why."""
+def search_all(run: Run, items: list[Item], snapshots: dict[tuple[str, str], Snapshot], configs: list[str],
+               baselines: bool = True, rankers: dict | None = None) -> tuple[dict[str, list[dict]], dict[str, str]]:
+    """Every item under every config, plus the baselines; a config that can't run says why.
+    `rankers` (`file_ranker`, `symbol_ranker`) replace the shipped models (see ablate.py)."""
     from retrieval import Retriever, SearchOptions
 
-    results: dict[str, list[dict]] = {**{b: [] for b in BASELINES}, **{c: [] for c in configs}}
+    chosen_baselines = BASELINES if baselines else {}
+    results: dict[str, list[dict]] = {**{b: [] for b in chosen_baselines}, **{c: [] for c in configs}}
     unavailable: dict[str, str] = {}
     by_snapshot: dict[tuple[str, str], list[Item]] = defaultdict(list)
     for item in items:
@@ -183,10 +185,10 @@ def search_all(run: Run, items: list[Item], snapshots: dict[tuple[str, str], Sna
         try:
             for key in [k for k in by_snapshot if k[0] == repo]:
                 snapshot = snapshots[key]
-                retriever = Retriever(snapshot.settings(run.base))
+                retriever = Retriever(snapshot.settings(run.base), **(rankers or {}))
                 for item in by_snapshot[key]:
                     gold = gold_symbols(item, snapshot, run.base)
-                    for name, code_only in BASELINES.items():
+                    for name, code_only in chosen_baselines.items():
                         started = time.perf_counter()
                         files = baseline.rank_files(snapshot, item.query, code_only)
                         symbols = rank_symbols(snapshot, run.base, files, item.query)

@@ -46,3 +46,24 @@ def test_hit_at_counts_a_positive_among_the_models_top_only() -> None:
     definitions = {f"d{i}": {"pool_rr": 1.0 / i} for i in range(1, 6)}
     assert hit_at([group("d3", definitions, DEFINITIONS.features)], LinearRanker({"pool_rr": 1.0}), DEFINITIONS) == 1.0
     assert hit_at([group("d4", definitions, DEFINITIONS.features)], LinearRanker({"pool_rr": 1.0}), DEFINITIONS) == 0.0
+
+
+def test_an_ablation_refits_without_the_removed_features() -> None:
+    from realistic.ablate import FEATURE_GROUPS, refit
+
+    # BM25 points at the fix; without it the model must fall back on the pool's rows.
+    groups = [group(f"gold{i}.py", {f"gold{i}.py": {"bm25_rr": 1.0, "sym_rr": 0.5}, f"noise{i}.py": {"sym_rr": 0.2},
+                                    f"other{i}.py": {"test": 1.0}}) for i in range(30)]
+    removed = FEATURE_GROUPS["whole-file-bm25"][1]
+    without = refit(groups, FILES, removed)
+    assert not removed & set(without.weights) and set(without.weights) == set(FEATURES) - removed
+    assert without.weights["sym_rr"] > 0 and hit_at(groups, without, FILES) == 1.0
+    assert set(refit(groups, FILES, frozenset()).weights) == set(FEATURES)
+
+
+def test_every_ablation_group_names_features_the_models_weigh() -> None:
+    from realistic.ablate import FEATURE_GROUPS
+
+    for name, (_, files, definitions) in FEATURE_GROUPS.items():
+        assert files <= set(FILES.features) and definitions <= set(DEFINITIONS.features), name
+        assert files | definitions, name
