@@ -1,6 +1,6 @@
 """Ablation of the learned ranking: each group of features removed, both models refit, the test split searched.
 
-    python eval/realistic/ablate.py --results /tmp/ablation.md      # every group: about 20 minutes
+    python eval/realistic/ablate.py --results /tmp/ablation.md      # every group: about 10 minutes
     python eval/realistic/ablate.py --groups graph role
 
 Zeroing a feature's weight would leave the other weights tuned to its presence, so each row
