@@ -35,6 +35,7 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from config import Settings  # noqa: E402
+from ranking import LinearRanker  # noqa: E402
 
 from realistic.baseline import BASELINES, WholeFileBM25, rank_symbols  # noqa: E402
 from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror  # noqa: E402
@@ -167,9 +168,10 @@ def _row(item: Item, snapshot: Snapshot, files: list[str], symbols: list[tuple[s
 
 
 def search_all(run: Run, items: list[Item], snapshots: dict[tuple[str, str], Snapshot], configs: list[str],
-               baselines: bool = True, rankers: dict | None = None) -> tuple[dict[str, list[dict]], dict[str, str]]:
+               baselines: bool = True, rankers: dict[str, LinearRanker] | None = None,
+               ) -> tuple[dict[str, list[dict]], dict[str, str]]:
     """Every item under every config, plus the baselines; a config that can't run says why.
-    `rankers` (`file_ranker`, `symbol_ranker`) replace the shipped models (see ablate.py)."""
+    `rankers` (Retriever's `file_ranker`, `symbol_ranker`) replace the shipped models (see ablate.py)."""
     from retrieval import Retriever, SearchOptions
 
     chosen_baselines = BASELINES if baselines else {}
