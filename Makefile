@@ -12,10 +12,11 @@ CHROMIUM ?= /usr/bin/chromium
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .  # the `codeqa` command, from this checkout
 	touch $@
 
 # The browser tests drive Debian's Chromium (Playwright's own browser download can't work offline).
@@ -57,4 +58,4 @@ eval-full: setup
 	$(PY) eval/realistic/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,92 +1,14 @@
-"""The CodeQA web chat: the Flask application factory and the production server.
+"""Entry script: serve the CodeQA web chat from a checkout (`python app.py [--host H] [--port P]`).
 
-    flask --app app run                # development server
-    python app.py [--host H] [--port P]  # production server (waitress), 127.0.0.1:5000 by default
-
-Routes live in `web.py`; everything they use comes from one `services.Services` per app.
+The app itself is `codeqa.app` (`create_app`, also found by `flask --app app run`); installed,
+the same command is `codeqa serve`.
 """
 
-from __future__ import annotations
-
-import argparse
-import logging
-import os
-import secrets
-import signal
 import sys
-from typing import Any, Mapping
 
-from flask import Flask
+from codeqa.app import create_app, main
 
-import web
-from answer import ChatBudget
-from config import Settings
-from errors import CLI_ERRORS, cli_exit
-from services import Services
-
-log = logging.getLogger("codeqa.app")
-
-MAX_REQUEST_BYTES = 64 * 1024
-
-
-def _load_secret(settings: Settings) -> str:
-    """The configured secret, or one generated once and kept in the data dir (restarts keep sessions)."""
-    if settings.secret_key:
-        return settings.secret_key
-    path = settings.data_dir / "secret_key"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return path.read_text().strip()
-    with os.fdopen(fd, "w") as handle:
-        handle.write(secrets.token_hex(32))
-    return path.read_text().strip()
-
-
-def create_app(config: Mapping[str, Any] | None = None) -> Flask:
-    """Build the app. `config` may carry `CODEQA_SETTINGS` (a Settings) and Flask config keys."""
-    app = Flask(__name__)
-    app.config.update(MAX_CONTENT_LENGTH=MAX_REQUEST_BYTES, CODEQA_CHAT_BUDGET={},
-                      SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax",
-                      PERMANENT_SESSION_LIFETIME=365 * 24 * 3600, JSON_SORT_KEYS=False)
-    if config:
-        app.config.update(config)
-    settings: Settings = app.config.get("CODEQA_SETTINGS") or Settings.from_env()
-    app.config["SECRET_KEY"] = _load_secret(settings)
-    budget = ChatBudget.from_settings(settings, **app.config["CODEQA_CHAT_BUDGET"])
-    app.extensions["codeqa"] = Services(settings, chat_budget=budget)  # parts are built on first use
-    web.register(app)
-    return app
-
-
-def close_app(app: Flask) -> None:
-    """Stop what the app started (embedded Redis, embedded LLM server)."""
-    app.extensions["codeqa"].close()
-
-
-def main(argv: list[str] | None = None, prog: str = "app.py") -> int:
-    parser = argparse.ArgumentParser(prog=prog, description="Serve the CodeQA web chat (waitress).")
-    parser.add_argument("--host", default=os.environ.get("CODEQA_HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(os.environ.get("CODEQA_PORT", "5000")))
-    parser.add_argument("--threads", type=int, default=16)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from waitress import serve
-
-    try:
-        app = create_app()
-        app.extensions["codeqa"].start()  # load models and start embedded services before the first request
-    except CLI_ERRORS as exc:
-        return cli_exit(exc)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # run atexit cleanups on `kill`
-    log.info("CodeQA on http://%s:%d", args.host, args.port)
-    try:
-        serve(app, host=args.host, port=args.port, threads=args.threads, channel_timeout=300)
-    finally:
-        close_app(app)
-    return 0
-
+__all__ = ["create_app"]
 
 if __name__ == "__main__":
     sys.exit(main())

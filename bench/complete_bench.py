@@ -39,9 +39,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANCEDB_LOG", "error")
 
-import create_tables  # noqa: E402
-from config import Settings  # noqa: E402
-from servers import free_port, start_server  # noqa: E402
+from codeqa.indexing import create_tables  # noqa: E402
+from codeqa.core.config import Settings  # noqa: E402
+from codeqa.core.servers import free_port, start_server  # noqa: E402
 from search_bench import DATA as SEARCH_DATA, REPO, summary  # noqa: E402
 
 STUB_DATA = ROOT / "bench" / ".cache" / "complete-data"
@@ -96,7 +96,7 @@ def indexed(settings: Settings) -> bool:
 
 def sample_requests(settings: Settings, symbols: int, paths: int) -> list[str]:
     """The `text` values a typing user sends, in a random but repeatable order."""
-    from resolver import CommandResolver
+    from codeqa.chat.resolver import CommandResolver
 
     db = create_tables.connect(settings)
     index = CommandResolver(db).symbol_index(create_tables.get_repo(db, REPO))
@@ -153,7 +153,7 @@ def main() -> None:
             settings, which = real, "search_bench.py's index (all-MiniLM-L6-v2 vectors)"
         else:
             from index_bench import fetch_source
-            from preprocessing import index_repo
+            from codeqa.indexing.indexer import index_repo
 
             settings, which = stub_settings(url), "Django 5.2.8 sdist indexed with stub (hash) vectors"
             index_repo(fetch_source("django==5.2.8"), settings, name=REPO, progress=True)

@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import preprocessing  # noqa: E402
-from config import Settings  # noqa: E402
-from records import RepoStats  # noqa: E402
+from codeqa.indexing import indexer  # noqa: E402
+from codeqa.core.config import Settings  # noqa: E402
+from codeqa.core.records import RepoStats  # noqa: E402
 
 CACHE = ROOT / "bench" / ".cache"
 
@@ -52,21 +52,21 @@ def fetch_source(spec: str) -> Path:
 def bench_parse(root: Path, repeat: int = 3) -> dict:
     """Walk + parse + extract + resolve references, one process, no embedding; best of `repeat`
     (the box's speed drifts with its neighbours' load)."""
-    with preprocessing.batch_gc():
+    with indexer.batch_gc():
         return min((_parse_once(root) for _ in range(repeat)), key=lambda r: r["parse_extract_s"] + r["references_s"])
 
 
 def _parse_once(root: Path) -> dict:
-    from languages import DOC_LANGUAGES
-    from references import resolve_references
-    from repo_files import walk_repo
+    from codeqa.parsing.languages import DOC_LANGUAGES
+    from codeqa.parsing.references import resolve_references
+    from codeqa.indexing.repo_files import walk_repo
 
     code = [f for f in walk_repo(root).read_all() if f.language not in DOC_LANGUAGES]
     size = sum(f.size for f in code)
     start = time.perf_counter()
     symbols, files = [], []
     for f in code:
-        parse = preprocessing.file_rows("bench", f, mtime_ns=0).manifest.parse  # as the indexer stores it
+        parse = indexer.file_rows("bench", f, mtime_ns=0).manifest.parse  # as the indexer stores it
         symbols += parse.symbols
         files.append(parse)
     parse_s = time.perf_counter() - start
@@ -82,16 +82,16 @@ def _parse_once(root: Path) -> dict:
 
 def bench_embedding(root: Path, sample: int) -> dict:
     """Indexer embedding path vs raw SentenceTransformer.encode on the same texts."""
-    import create_tables
-    from embeddings import LocalEmbedder
-    from languages import DOC_LANGUAGES
-    from repo_files import walk_repo
+    from codeqa.indexing import create_tables
+    from codeqa.indexing.embeddings import LocalEmbedder
+    from codeqa.parsing.languages import DOC_LANGUAGES
+    from codeqa.indexing.repo_files import walk_repo
 
     rows = []
     for f in walk_repo(root).read_all():
         if f.language in DOC_LANGUAGES:
             continue
-        prepared = preprocessing.file_rows("bench", f, mtime_ns=0)
+        prepared = indexer.file_rows("bench", f, mtime_ns=0)
         rows += prepared.rows["methods"] + prepared.rows["classes"]
         if len(rows) >= sample:
             break
@@ -106,7 +106,7 @@ def bench_embedding(root: Path, sample: int) -> dict:
         model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True)
         raw_runs.append(time.perf_counter() - start)
         start = time.perf_counter()
-        for batch in create_tables.embedding_batches(rows, preprocessing.VECTOR_BATCH):  # as fill_vectors does
+        for batch in create_tables.embedding_batches(rows, indexer.VECTOR_BATCH):  # as fill_vectors does
             embedder.embed(batch.texts)
         our_runs.append(time.perf_counter() - start)
     raw_s, ours_s = min(raw_runs), min(our_runs)
@@ -121,7 +121,7 @@ def run_index(root: Path, data_dir: Path) -> tuple[float, RepoStats]:
     subprocess.run([sys.executable, str(ROOT / "preprocessing.py"), "index", str(root), "--name", "bench",
                     "--no-progress"], env=env, check=True, stdout=subprocess.DEVNULL)
     elapsed = time.perf_counter() - start
-    import create_tables
+    from codeqa.indexing import create_tables
     info = create_tables.get_repo(create_tables.connect(Settings(data_dir=data_dir)), "bench")
     return elapsed, info.stats
 
@@ -149,7 +149,7 @@ def bench_full_and_reindex(root: Path, keep: Path | None = None) -> dict:
         try:
             target.write_text(original + ADDED_FUNCTION[target.suffix].format(n=42))
             reindex_s, restats = run_index(root, data_dir)
-            from preprocessing import index_repo
+            from codeqa.indexing.indexer import index_repo
             start = time.perf_counter()
             target.write_text(original + ADDED_FUNCTION[target.suffix].format(n=43))
             index_repo(root, Settings(data_dir=data_dir), name="bench", progress=False)

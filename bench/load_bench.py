@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from servers import free_port, start_server  # noqa: E402
+from codeqa.core.servers import free_port, start_server  # noqa: E402
 
 QUESTIONS = ["how are database migrations applied", "where is the CSRF token checked",
              "how does the template engine find templates", "where are URL patterns resolved",

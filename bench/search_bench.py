@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANCEDB_LOG", "error")
 
-from config import Settings  # noqa: E402
+from codeqa.core.config import Settings  # noqa: E402
 
 DATA = ROOT / "bench" / ".cache" / "search-data"
 REPO = "django-sdist"
@@ -45,7 +45,7 @@ def summary(values: list[float]) -> dict:
 
 def ensure_index(settings: Settings) -> dict:
     from index_bench import fetch_source
-    from preprocessing import index_repo
+    from codeqa.indexing.indexer import index_repo
 
     source = fetch_source("django==5.2.8")
     report = index_repo(source, settings, name=REPO, progress=True)
@@ -54,7 +54,7 @@ def ensure_index(settings: Settings) -> dict:
 
 
 def docstring_queries(settings: Settings, count: int, repo: str = REPO) -> list[str]:
-    import create_tables
+    from codeqa.indexing import create_tables
 
     db = create_tables.connect(settings)
     info = create_tables.get_repo(db, repo)
@@ -65,7 +65,7 @@ def docstring_queries(settings: Settings, count: int, repo: str = REPO) -> list[
 
 
 def bench_search(settings: Settings, queries: list[str], repo: str = REPO) -> dict:
-    from retrieval import Retriever, SearchOptions
+    from codeqa.search.retrieval import Retriever, SearchOptions
 
     retriever = Retriever(settings, threads=1)
     options = SearchOptions(k=10, hyde=False, rerank=False)
@@ -82,7 +82,7 @@ def bench_search(settings: Settings, queries: list[str], repo: str = REPO) -> di
 
 def bench_rerank(settings: Settings, queries: list[str], repo: str = REPO) -> dict:
     from colbert_checkpoint import build_checkpoint
-    from retrieval import Retriever, SearchOptions
+    from codeqa.search.retrieval import Retriever, SearchOptions
 
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint = build_checkpoint(Path(tmp) / "colbert-small-size", projection_dim=96, hidden_size=384,
@@ -97,12 +97,12 @@ def bench_rerank(settings: Settings, queries: list[str], repo: str = REPO) -> di
 
 
 def bench_llm(settings: Settings, queries: list[str], repo: str = REPO) -> dict:
-    from answer import ChatBudget, ChatService, ChatTurn
-    from chat_store import ChatStore
-    from context import ContextBuilder
-    from llm import LLMClient
-    from resolver import CommandResolver
-    from retrieval import Retriever, SearchOptions
+    from codeqa.chat.answer import ChatBudget, ChatService, ChatTurn
+    from codeqa.chat.chat_store import ChatStore
+    from codeqa.chat.context import ContextBuilder
+    from codeqa.llm.client import LLMClient
+    from codeqa.chat.resolver import CommandResolver
+    from codeqa.search.retrieval import Retriever, SearchOptions
 
     llm = LLMClient(settings)
     retriever = Retriever(settings, llm=llm, threads=1)

@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from servers import free_port, start_server  # noqa: E402
+from codeqa.core.servers import free_port, start_server  # noqa: E402
 
 REPO = "soak"
 QUERIES = ["how is the cart total computed", "parse an order CSV", "format a price for display",
@@ -125,7 +125,7 @@ def _duplicates(data_dir: Path) -> dict[str, int]:
     """Rows whose key another row of the same table has, per table of the database."""
     import lancedb
 
-    import create_tables
+    from codeqa.indexing import create_tables
 
     db = lancedb.connect(str(data_dir / "lancedb"))
     keys = {"methods": "id", "classes": "id", "modules": "id", "files": "file_path"}

@@ -29,9 +29,9 @@ EVAL_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(EVAL_DIR.parent))
 os.environ.setdefault("LANCEDB_LOG", "error")  # lance's per-query deprecation warnings drown the report
 
-from config import Settings  # noqa: E402
-from preprocessing import index_repo  # noqa: E402
-import create_tables as tables_mod  # noqa: E402
+from codeqa.core.config import Settings  # noqa: E402
+from codeqa.indexing.indexer import index_repo  # noqa: E402
+from codeqa.indexing import create_tables as tables_mod  # noqa: E402
 
 CACHE_DIR = EVAL_DIR / ".cache"
 QUESTIONS = EVAL_DIR / "questions.jsonl"
@@ -198,7 +198,7 @@ def summarize(rows: list[dict]) -> dict:
 def run_config(retriever, config: EvalConfig, questions: list[Question], index: set[tuple[str, str]],
                pool: int | None) -> list[dict] | str:
     """Score every question under one configuration; returns the reason instead when it can't run."""
-    from retrieval import SearchOptions
+    from codeqa.search.retrieval import SearchOptions
     options = SearchOptions(**{"k": K, "hyde": False, "rerank": False, "pool": pool, **config.options})
     rows = []
     for number, q in enumerate(questions, start=1):
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     validate(questions, index)
     questions = [q for q in questions if not args.kind or q.kind in args.kind][:args.limit]
 
-    from retrieval import Retriever
+    from codeqa.search.retrieval import Retriever
     retriever = Retriever(settings)
     names = list(args.configs or DEFAULT_CONFIGS) + (["+hyde"] if args.with_llm else [])
     results: dict[str, list[dict]] = {}

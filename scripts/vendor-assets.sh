@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Reproduce static/vendor/ from pinned npm packages, checking each tarball's published integrity.
+# Reproduce codeqa/static/vendor/ from pinned npm packages, checking each tarball's published integrity.
 # Only the browser files the UI loads and each package's licence are copied, unmodified.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-DEST="$ROOT/static/vendor"
+DEST="$ROOT/codeqa/static/vendor"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 

@@ -20,13 +20,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# Subprocesses (`python -m codeqa ...`) import the package from this checkout too.
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from config import Settings  # noqa: E402
-from llm import LLMClient  # noqa: E402
-from llm_server import LocalLLMServer  # noqa: E402
-from llm_weights import ensure_model_file  # noqa: E402
-from servers import free_port, wait_until_ready  # noqa: E402
+from codeqa.core.config import Settings  # noqa: E402
+from codeqa.llm.client import LLMClient  # noqa: E402
+from codeqa.llm.server import LocalLLMServer  # noqa: E402
+from codeqa.llm.weights import ensure_model_file  # noqa: E402
+from codeqa.core.servers import free_port, wait_until_ready  # noqa: E402
 
 SAMPLE_REPO = ROOT / "tests" / "fixtures" / "sample_repo"
 
@@ -79,7 +81,7 @@ def sample_copy(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def indexed_sample(tmp_path_factory):
     """(settings, report) for the sample repo indexed once per session; treat as read-only."""
-    from preprocessing import index_repo
+    from codeqa.indexing.indexer import index_repo
 
     data_dir = tmp_path_factory.mktemp("indexed") / "data"
     settings = settings_for(data_dir)
@@ -94,7 +96,7 @@ def big_file_repo(tmp_path_factory) -> Settings:
     import inspect
     import typing
 
-    from preprocessing import index_repo
+    from codeqa.indexing.indexer import index_repo
 
     root = tmp_path_factory.mktemp("big") / "repo"
     (root / "lib").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""A real MCP client session with `mcp_server.py`, usable from plain (sync) tests.
+"""A real MCP client session with `codeqa mcp`, usable from plain (sync) tests.
 
 The server runs as a subprocess spoken to over stdio by the SDK's own client, exactly as an
 editor or agent runs it; a blocking portal (an event loop in a thread) lets sync tests and
@@ -56,17 +56,18 @@ class McpSession:
 
 
 def server_command(*args: str) -> tuple[str, list[str]]:
-    return sys.executable, [str(ROOT / "mcp_server.py"), *args]
+    return sys.executable, ["-m", "codeqa", "mcp", *args]
 
 
 @contextmanager
 def mcp_session(data_dir: Path, cwd: Path, *args: str, command: tuple[str, list[str]] | None = None,
                 env: dict[str, str] | None = None) -> Iterator[McpSession]:
-    """A started server (`mcp_server.py ARGS`, or `command`) on the index in `data_dir`."""
+    """A started server (`codeqa mcp ARGS`, or `command`) on the index in `data_dir`."""
     executable, argv = command or server_command(*args)
     params = StdioServerParameters(
         command=executable, args=argv, cwd=str(cwd),
         env={"CODEQA_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1", "CODEQA_LLM_BASE_URL": NO_LLM,
+             "PYTHONPATH": str(ROOT),  # the checkout's package, wherever `cwd` is
              **(env or {})})
     with start_blocking_portal() as portal:
         with portal.wrap_async_context_manager(Client(params, read_timeout_seconds=300)) as client:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from app import close_app, create_app
+from codeqa.app import close_app, create_app
 from conftest import ROOT, SAMPLE_REPO, RedisServer, settings_for
-from preprocessing import index_repo
+from codeqa.indexing.indexer import index_repo
 
 pytestmark = pytest.mark.integration
 
@@ -114,7 +114,7 @@ def test_repos_status_and_errors_name_no_server_path(served):
 
 def test_an_index_broken_behind_the_apps_back_answers_without_paths(served, tmp_path):
     client, settings, repo = served
-    import create_tables
+    from codeqa.indexing import create_tables
 
     db = create_tables.connect(settings)
     info = create_tables.get_repo(db, "shop")
@@ -167,7 +167,8 @@ def test_the_file_view_serves_only_files_as_they_were_indexed(served):
 # --- The CLIs refuse bad input in one line ---------------------------------------------------------
 
 def run(script: str, *args: str, data_dir: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / script), *args], capture_output=True, text=True, timeout=600,
+    command = [str(ROOT / script)] if script.endswith(".py") else ["-m", script]
+    return subprocess.run([sys.executable, *command, *args], capture_output=True, text=True, timeout=600,
                           env={**os.environ, "CODEQA_DATA_DIR": str(data_dir)})
 
 
@@ -176,10 +177,10 @@ def run(script: str, *args: str, data_dir: Path) -> subprocess.CompletedProcess:
     ("preprocessing.py", ["index", str(SAMPLE_REPO), "--name", "x" * 101], "Invalid repo name"),
     ("preprocessing.py", ["index", str(SAMPLE_REPO), "--name", "a/../b"], "Invalid repo name"),
     ("preprocessing.py", ["index", str(SAMPLE_REPO), "--name=-rf"], "Invalid repo name"),
-    ("retrieval.py", ["search", "--repo", "shop", "--k", "0", "cart"], "k must be a whole number from 1 to 50"),
-    ("retrieval.py", ["search", "--repo", "shop", "--k", "-3", "cart"], "k must be a whole number from 1 to 50"),
-    ("retrieval.py", ["search", "--repo", "shop", "--k", "100000", "cart"], "k must be a whole number from 1 to 50"),
-    ("retrieval.py", ["search", "--repo", "nope", "cart"], "Unknown repo 'nope'."),
+    ("codeqa", ["search", "--repo", "shop", "--k", "0", "cart"], "k must be a whole number from 1 to 50"),
+    ("codeqa", ["search", "--repo", "shop", "--k", "-3", "cart"], "k must be a whole number from 1 to 50"),
+    ("codeqa", ["search", "--repo", "shop", "--k", "100000", "cart"], "k must be a whole number from 1 to 50"),
+    ("codeqa", ["search", "--repo", "nope", "cart"], "Unknown repo 'nope'."),
 ])
 def test_the_clis_refuse_bad_input_in_one_line(served, script, args, words):
     _, settings, _ = served

@@ -7,10 +7,10 @@ import json
 import pytest
 import redis
 
-from app import close_app, create_app
-from chat_store import ChatStore
+from codeqa.app import close_app, create_app
+from codeqa.chat.chat_store import ChatStore
 from conftest import http_server
-from web import MAX_MESSAGE_CHARS
+from codeqa.web import MAX_MESSAGE_CHARS
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, SAMPLE_REPO, http_server, settings_for
-from servers import free_port, start_server
+from codeqa.core.servers import free_port, start_server
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
@@ -60,7 +60,7 @@ def stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory, embedded_server):
-    from preprocessing import index_repo
+    from codeqa.indexing.indexer import index_repo
 
     data_dir = tmp_path_factory.mktemp("browser") / "data"
     index_repo(SAMPLE_REPO, settings_for(data_dir), name="sample", progress=False)
@@ -179,7 +179,7 @@ def test_two_users_never_see_each_other(browser, app_url):
 
 
 def test_hostile_repo_text_and_llm_output_render_as_text(page, tmp_path):
-    from preprocessing import index_repo
+    from codeqa.indexing.indexer import index_repo
 
     repo = tmp_path / "hostile"
     shutil.copytree(SAMPLE_REPO / "shop", repo / "shop")
@@ -293,7 +293,7 @@ class _StopsEmbedding:
     an embedding endpoint going down mid-run does, leaving the rest of the rows without vectors."""
 
     def __init__(self) -> None:
-        from embeddings import EmbeddingError, LocalEmbedder
+        from codeqa.indexing.embeddings import EmbeddingError, LocalEmbedder
 
         self.inner, self.error, self.calls = LocalEmbedder(), EmbeddingError, 0
         self.model_id = self.inner.model_id
@@ -310,8 +310,8 @@ class _StopsEmbedding:
 
 
 def test_a_repo_being_embedded_shows_its_progress_until_done(page, tmp_path, embedded_server):
-    from embeddings import EmbeddingError
-    from preprocessing import index_repo
+    from codeqa.indexing.embeddings import EmbeddingError
+    from codeqa.indexing.indexer import index_repo
 
     data_dir = tmp_path / "data"
     with pytest.raises(EmbeddingError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat_commands import (COMMANDS, Command, CommandError, Location, completion_target, complete_commands,
+from codeqa.chat.chat_commands import (COMMANDS, Command, CommandError, Location, completion_target, complete_commands,
                            parse_location, parse_message)
 
 pytestmark = pytest.mark.unit

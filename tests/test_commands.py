@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-import create_tables
-from chat_commands import parse_message
+from codeqa.indexing import create_tables
+from codeqa.chat.chat_commands import parse_message
 from conftest import packed_lines
-from context import ContextBuilder
-from packing import estimate_tokens, pack
-from resolver import CommandResolver
-from retrieval import Retriever, SearchOptions
+from codeqa.chat.context import ContextBuilder
+from codeqa.search.packing import estimate_tokens, pack
+from codeqa.chat.resolver import CommandResolver
+from codeqa.search.retrieval import Retriever, SearchOptions
 
 pytestmark = pytest.mark.integration
 
@@ -171,7 +171,7 @@ def test_a_3000_line_file_fits_any_budget_as_a_skeleton_first(big_file_repo):
 
 def test_references_beyond_the_stored_ones_are_resolved_from_the_manifest(tmp_path):
     from conftest import settings_for
-    from preprocessing import index_repo
+    from codeqa.indexing.indexer import index_repo
 
     root = tmp_path / "many"
     (root / "tests").mkdir(parents=True)
@@ -202,7 +202,7 @@ def test_context_cli_prints_the_packed_context_or_its_json(indexed_sample):
     env = {**os.environ, "CODEQA_DATA_DIR": str(settings.data_dir), "CODEQA_LOCAL_LLM": "0"}
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(ROOT / "retrieval.py"), "context", *args], env=env,
+        return subprocess.run([sys.executable, "-m", "codeqa", "context", *args], env=env,
                               capture_output=True, text=True, timeout=300)
 
     text = run("--repo", "sample", "--budget", "300", "@definition Cart.add @file shop/nope.py")

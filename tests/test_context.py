@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from answer import history_window
-from chat_commands import parse_message
+from codeqa.chat.answer import history_window
+from codeqa.chat.chat_commands import parse_message
 
 pytestmark = pytest.mark.unit
 

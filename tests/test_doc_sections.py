@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from doc_sections import DocSection, split_sections
+from codeqa.parsing.doc_sections import DocSection, split_sections
 
 pytestmark = pytest.mark.unit
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from transformers import AutoTokenizer
 
-from config import Settings
-from embeddings import EmbeddingError, LocalEmbedder, check_max_tokens, cuda_available, get_embedder, pick_device
-from errors import ConfigError
+from codeqa.core.config import Settings
+from codeqa.indexing.embeddings import EmbeddingError, LocalEmbedder, check_max_tokens, cuda_available, get_embedder, pick_device
+from codeqa.core.errors import ConfigError
 
 
 @pytest.mark.unit

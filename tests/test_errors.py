@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-import preprocessing
-from app import close_app, create_app
-from chat_commands import CommandError
-from chat_store import ChatStoreUnavailable
-from config import Settings
-from create_tables import FileNotIndexedError, InvalidPathError, ModelMismatchError, UnknownRepoError
-from embeddings import EmbeddingError
-from errors import CodeQAError, ConfigError, LLMUnavailable, cli_exit
-from llm_weights import ModelFileError
-from preprocessing import NothingToIndexError
-from repo_files import RepoPathError
-from rerank import RerankUnavailable
-from retrieval import QueryError
+from codeqa import preprocessing
+from codeqa.app import close_app, create_app
+from codeqa.chat.chat_commands import CommandError
+from codeqa.chat.chat_store import ChatStoreUnavailable
+from codeqa.core.config import Settings
+from codeqa.indexing.create_tables import FileNotIndexedError, InvalidPathError, ModelMismatchError, UnknownRepoError
+from codeqa.indexing.embeddings import EmbeddingError
+from codeqa.core.errors import CodeQAError, ConfigError, LLMUnavailable, cli_exit
+from codeqa.llm.weights import ModelFileError
+from codeqa.indexing.indexer import NothingToIndexError
+from codeqa.indexing.repo_files import RepoPathError
+from codeqa.search.rerank import RerankUnavailable
+from codeqa.search.retrieval import QueryError
 
 pytestmark = pytest.mark.unit
 

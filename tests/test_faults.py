@@ -16,9 +16,9 @@ from http.server import BaseHTTPRequestHandler
 import psutil
 import pytest
 
-from app import close_app, create_app
+from codeqa.app import close_app, create_app
 from conftest import ROOT, http_server
-from servers import answers, free_port, wait_until_ready
+from codeqa.core.servers import answers, free_port, wait_until_ready
 
 pytestmark = pytest.mark.integration
 

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-import create_tables
+from codeqa.indexing import create_tables
 from conftest import ROOT
-from repo_files import FoundFile, read_source, walk_repo
+from codeqa.indexing.repo_files import FoundFile, read_source, walk_repo
 
 SOURCE = 'def greet(name):\n    """Say hello."""\n    return "héllo " + name\n\n\ndef part():\n    return 2\n'
 
@@ -72,7 +72,7 @@ def test_a_run_over_hostile_files_indexes_what_it_can_and_says_what_it_did(tmp_p
     assert "1991 definitions nested more than 8 deep are part of their enclosing definition's row, e.g. in deep.js" \
         in result.stdout
 
-    from config import Settings
+    from codeqa.core.config import Settings
 
     db = create_tables.connect(Settings(data_dir=data))
     rows = create_tables.open_table(db, create_tables.get_repo(db, "hostile"), "methods").to_arrow().to_pylist()

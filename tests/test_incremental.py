@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import create_tables
+from codeqa.indexing import create_tables
 from conftest import ROOT
-from preprocessing import index_repo
+from codeqa.indexing.indexer import index_repo
 
 pytestmark = pytest.mark.integration
 
@@ -172,7 +172,7 @@ def test_kill_9_mid_run_then_rerun_equals_clean_index(tmp_path):
 
 
 def settings_from_env(env: dict):
-    from config import Settings
+    from codeqa.core.config import Settings
     return Settings(data_dir=Path(env["CODEQA_DATA_DIR"]))
 
 
@@ -242,7 +242,7 @@ def test_cli_index_list_remove(tmp_path, sample_copy):
 
 
 def test_run_interrupted_before_references_is_repaired_by_the_next(settings, sample_copy, tmp_path, monkeypatch):
-    import preprocessing
+    from codeqa.indexing import indexer
 
     index_repo(sample_copy, settings, name="s", progress=False)
     models = sample_copy / "shop" / "models.py"
@@ -251,7 +251,7 @@ def test_run_interrupted_before_references_is_repaired_by_the_next(settings, sam
     def crash(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(preprocessing, "update_references", crash)
+    monkeypatch.setattr(indexer, "update_references", crash)
     with pytest.raises(KeyboardInterrupt):
         index_repo(sample_copy, settings, name="s", progress=False)
     monkeypatch.undo()
@@ -278,8 +278,8 @@ def test_searchable_before_its_vectors_and_a_killed_fill_resumes(tmp_path):
     """Rows are searchable as soon as they are parsed; a `kill -9` while they are being embedded
     leaves a searchable index whose rows without vectors still rank, and the next run embeds
     only those."""
-    from app import close_app, create_app
-    from retrieval import Retriever, SearchOptions
+    from codeqa.app import close_app, create_app
+    from codeqa.search.retrieval import Retriever, SearchOptions
 
     repo = tmp_path / "big"
     make_big_repo(repo, files=150)

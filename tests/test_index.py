@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import create_tables
+from codeqa.indexing import create_tables
 from conftest import SAMPLE_REPO
-from languages import file_role
-from preprocessing import index_repo, resolve_repo_name
+from codeqa.parsing.languages import file_role
+from codeqa.indexing.indexer import index_repo, resolve_repo_name
 
 pytestmark = pytest.mark.integration
 
@@ -188,7 +188,7 @@ def test_sample_repo_is_untouched_by_indexing():
 
 
 def test_large_tables_get_a_vector_index_that_search_uses(settings, sample_copy, monkeypatch):
-    from retrieval import Retriever, SearchOptions
+    from codeqa.search.retrieval import Retriever, SearchOptions
 
     monkeypatch.setattr(create_tables, "ANN_MIN_ROWS", 50)  # the sample's methods table has ~80 rows
     index_repo(sample_copy, settings, name="ann", progress=False)
@@ -272,8 +272,8 @@ def test_generated_files_are_known_by_their_header_and_empty_files_have_no_row(s
 
 
 def test_an_index_of_an_older_layout_is_refused_by_search_and_rebuilt_with_a_notice(settings, tmp_path):
-    from preprocessing import _format_report
-    from retrieval import Retriever, SearchOptions
+    from codeqa.preprocessing import _format_report
+    from codeqa.search.retrieval import Retriever, SearchOptions
 
     root = tmp_path / "old"
     root.mkdir()

@@ -20,11 +20,11 @@ import lancedb
 import pyarrow as pa
 import pytest
 
-import create_tables
-import index_lock
+from codeqa.indexing import create_tables
+from codeqa.indexing import index_lock
 from conftest import ROOT, SAMPLE_REPO
-from index_lock import IndexBusyError, RepoLock
-from records import RepoInfo
+from codeqa.indexing.index_lock import IndexBusyError, RepoLock
+from codeqa.core.records import RepoInfo
 
 pytestmark = pytest.mark.integration
 
@@ -49,7 +49,7 @@ def tiny_repo(db_dir: Path) -> RepoInfo:
 
 WRITER = """
 import json, time, lancedb, create_tables
-from records import ManifestEntry, RepoInfo
+from codeqa.core.records import ManifestEntry, RepoInfo
 db_dir, start = sys.argv[1], float(sys.argv[2])
 db = lancedb.connect(db_dir)
 tables = create_tables.RepoTables(db, create_tables.get_repo(db, "tiny"))
@@ -84,7 +84,7 @@ def test_concurrent_writers_can_never_duplicate_a_row(tmp_path):
 
 ACQUIRE = """
 import lancedb, time
-from index_lock import IndexBusyError, RepoLock
+from codeqa.indexing.index_lock import IndexBusyError, RepoLock
 db_dir, start = sys.argv[1], float(sys.argv[2])
 lock = RepoLock(lancedb.connect(db_dir), "shared", "index")
 while time.time() < start:
@@ -177,7 +177,7 @@ def index_cli(data_dir: Path, repo: Path, *extra: str) -> subprocess.Popen:
 
 
 def stored_ids(data_dir: Path) -> dict[str, Counter]:
-    from config import Settings
+    from codeqa.core.config import Settings
 
     db = create_tables.connect(Settings(data_dir=data_dir))
     info = create_tables.get_repo(db, "shop")
@@ -226,7 +226,7 @@ def test_rebuild_and_remove_respect_the_lock(tmp_path, sample_copy):
 def test_an_index_of_an_earlier_layout_is_rebuilt_into_a_keyed_generation(settings, sample_copy):
     """Tables an earlier version wrote (no declared keys, no layout version in the registry) are
     replaced by a new generation with keys: same rows, old tables dropped."""
-    from preprocessing import index_repo
+    from codeqa.indexing.indexer import index_repo
 
     index_repo(sample_copy, settings, name="old", progress=False)
     db = create_tables.connect(settings)

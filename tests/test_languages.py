@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import languages
-from languages import (
+from codeqa.parsing import languages
+from codeqa.parsing.languages import (
     CONSTRUCTOR_CALLS,
     DOC_LANGUAGES,
     INDEXED_EXTENSIONS,
@@ -16,7 +16,7 @@ from languages import (
     language_family,
     language_for,
 )
-from treesitter import QUERIES_DIR
+from codeqa.parsing.treesitter import QUERIES_DIR
 
 pytestmark = pytest.mark.unit
 

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import ROOT, SAMPLE_REPO, settings_for
 from mcp_client import NO_LLM, mcp_session
-from repo_files import ChangeFilter
+from codeqa.indexing.repo_files import ChangeFilter
 
 BULK_FILES = 500
 DEADLINE = 600  # seconds a wait may take on a busy 2-core box before the test fails
@@ -110,7 +110,7 @@ def watcher(repo, tmp_path_factory) -> Iterator[Watcher]:
 
 @pytest.mark.integration
 def test_a_saved_file_is_searchable_in_a_running_mcp_server_and_web_app(repo, watcher):
-    from app import close_app, create_app
+    from codeqa.app import close_app, create_app
 
     settings = settings_for(watcher.data_dir, llm_base_url=NO_LLM, local_llm=False)
     app = create_app({"TESTING": True, "CODEQA_SETTINGS": settings})

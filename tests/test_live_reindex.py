@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-import create_tables
-import index_lock
-from app import close_app, create_app
+from codeqa.indexing import create_tables
+from codeqa.indexing import index_lock
+from codeqa.app import close_app, create_app
 from conftest import ROOT, settings_for
-from preprocessing import index_repo
-from retrieval import HOLDER_CACHE_SECONDS
+from codeqa.indexing.indexer import index_repo
+from codeqa.search.retrieval import HOLDER_CACHE_SECONDS
 
 pytestmark = pytest.mark.integration
 

@@ -9,11 +9,11 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-import llm
-from config import Settings
+from codeqa.llm import client as llm
+from codeqa.core.config import Settings
 from conftest import http_server
-from llm_server import EMBEDDED_MODEL_NAME, LocalLLMServer
-from servers import free_port
+from codeqa.llm.server import EMBEDDED_MODEL_NAME, LocalLLMServer
+from codeqa.core.servers import free_port
 
 PROMPT = [{"role": "user", "content": "Write a Python function that adds two numbers."}]
 Handler = Callable[[BaseHTTPRequestHandler], None]

@@ -9,10 +9,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-import llm
-from config import Settings
-from llm_server import LocalLLMServer
-from llm_weights import MODEL_FILE_NAME
+from codeqa.llm import client as llm
+from codeqa.core.config import Settings
+from codeqa.llm.server import LocalLLMServer
+from codeqa.llm.weights import MODEL_FILE_NAME
 
 pytestmark = pytest.mark.integration
 

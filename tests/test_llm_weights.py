@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-import llm_weights
-from llm_weights import MODEL_FILE_NAME, MODEL_SHA256, MODEL_SIZE, ModelFileError, assemble_file, verify_file
+from codeqa.llm import weights as llm_weights
+from codeqa.llm.weights import MODEL_FILE_NAME, MODEL_SHA256, MODEL_SIZE, ModelFileError, assemble_file, verify_file
 
 
 @pytest.mark.integration

@@ -11,8 +11,8 @@ import pytest
 
 from conftest import ROOT
 from mcp_client import mcp_session
-from mcp_server import CodeTools
-from records import RepoInfo
+from codeqa.mcp_server import CodeTools
+from codeqa.core.records import RepoInfo
 
 TOOLS = {"search_code", "find_symbol", "find_references", "read_code", "list_repos"}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from module_code import CHUNK_CHARS, MAX_CHUNKS, MIN_CHUNK_CHARS, CodeChunk, chunks_with_rows, file_head
-from treesitter import parse_source
+from codeqa.parsing.module_code import CHUNK_CHARS, MAX_CHUNKS, MIN_CHUNK_CHARS, CodeChunk, chunks_with_rows, file_head
+from codeqa.parsing.treesitter import parse_source
 
 pytestmark = pytest.mark.unit
 

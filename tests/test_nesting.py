@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from treesitter import MAX_NESTING, MAX_NAME_CHARS, parse_source
+from codeqa.parsing.treesitter import MAX_NESTING, MAX_NAME_CHARS, parse_source
 
 pytestmark = pytest.mark.unit
 

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import ROOT, SAMPLE_REPO, settings_for
 from mcp_client import NO_LLM
-from servers import free_port, start_server
+from codeqa.core.servers import free_port, start_server
 
 pytestmark = pytest.mark.integration
 
@@ -63,7 +63,7 @@ def bucket_keys(env: dict[str, str]) -> list[str]:
 @pytest.fixture(scope="module")
 def team(s3, tmp_path_factory):
     """The sample repo indexed into the bucket: (settings of the indexer's machine, its repo copy)."""
-    from preprocessing import index_repo
+    from codeqa.indexing.indexer import index_repo
 
     repo = shutil.copytree(SAMPLE_REPO, tmp_path_factory.mktemp("team") / "sample")
     settings = settings_for(tmp_path_factory.mktemp("indexer") / "data", lancedb_uri=URI)
@@ -73,8 +73,8 @@ def team(s3, tmp_path_factory):
 
 
 def test_the_index_lives_in_the_bucket_and_is_searchable(s3, team):
-    from retrieval import SearchOptions
-    from services import Services
+    from codeqa.search.retrieval import SearchOptions
+    from codeqa.services import Services
 
     settings, _ = team
     keys = bucket_keys(s3)
@@ -97,7 +97,7 @@ def test_an_incremental_update_reaches_a_running_app_instance(s3, team, redis_se
     """One app instance of a team deployment (its own machine's data dir, the shared index on
     S3, an external Redis, an LLM endpoint) serves search; the indexer updates the index; the
     running instance answers from the new version."""
-    from preprocessing import index_repo
+    from codeqa.indexing.indexer import index_repo
 
     settings, repo = team
     port = free_port()
@@ -140,8 +140,8 @@ def test_a_second_machine_indexing_nothing_new_changes_nothing(s3, team, tmp_pat
 def test_a_run_on_another_machine_waits_for_the_lock_kept_in_the_bucket(s3, team, tmp_path):
     """The lease lives in the bucket, so it holds across machines: while this process holds it,
     an index run from another machine (process, data dir) stops with exit 75 and names us."""
-    from create_tables import connect
-    from index_lock import RepoLock, holder
+    from codeqa.indexing.create_tables import connect
+    from codeqa.indexing.index_lock import RepoLock, holder
 
     settings, repo = team
     db = connect(settings)
@@ -159,7 +159,7 @@ def test_a_run_on_another_machine_waits_for_the_lock_kept_in_the_bucket(s3, team
 
 
 def test_remove_deletes_the_repos_tables_from_the_bucket(s3, team):
-    from create_tables import connect, get_repo, remove_repo
+    from codeqa.indexing.create_tables import connect, get_repo, remove_repo
 
     settings, _ = team
     db = connect(settings)

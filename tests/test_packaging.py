@@ -1,4 +1,4 @@
-"""`pip install .` in a fresh virtualenv gives working `codeqa` commands.
+"""`pip install .` in a fresh virtualenv gives one package, `codeqa`, and working `codeqa` commands.
 
 What the integration test does, to stay offline and take seconds rather than the ~10 minutes a
 real install takes (PyTorch, compiling llama.cpp):
@@ -6,11 +6,11 @@ real install takes (PyTorch, compiling llama.cpp):
   fresh venv (without pip) whose only link to the test run's environment is one `.pth` file:
   the test's site-packages (holding every pinned dependency, and setuptools) are visible to it;
 - the test run's pip, pointed at the fresh venv (`pip --python VENV/bin/python install
-  --no-index --no-build-isolation .`, pip's configuration files ignored), then resolves every
-  pin of requirements.txt against those installed packages (a missing or differently pinned
-  one fails the install: there is no index to fetch it from), builds the project with the
-  pinned setuptools and installs its modules, data (queries, templates, static) and the
-  `codeqa` command into the fresh venv;
+  --no-index --no-build-isolation WHEEL`, pip's configuration files ignored), then resolves
+  every pin of requirements.txt against those installed packages (a missing or differently
+  pinned one fails the install: there is no index to fetch it from), and installs the wheel
+  that `pip wheel` built from the copy with the pinned setuptools: the package, its data
+  (queries, ranking models, templates, static) and the `codeqa` command;
 - the commands run from a folder outside the checkout, so the modules, queries, templates
   and assets they use are the installed ones (the test checks where they were imported from).
 """
@@ -23,27 +23,21 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tomllib
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, SAMPLE_REPO
 from mcp_client import NO_LLM, mcp_session
-from servers import free_port, start_server
+from codeqa.core.servers import free_port, start_server
 from test_live_index import DEADLINE, Watcher
 
 
 @pytest.mark.unit
-def test_every_top_level_module_is_packaged():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert sorted(project["tool"]["setuptools"]["py-modules"]) == sorted(p.stem for p in ROOT.glob("*.py"))
-
-
-@pytest.mark.unit
 def test_codeqa_lists_its_commands_and_refuses_unknown_ones(capsys):
-    from codeqa import COMMANDS, main
+    from codeqa.cli import COMMANDS, main
 
     assert main(["--help"]) == 0
     usage = capsys.readouterr().out
@@ -51,22 +45,48 @@ def test_codeqa_lists_its_commands_and_refuses_unknown_ones(capsys):
     assert main(["frobnicate"]) == 2 and "unknown command 'frobnicate'" in capsys.readouterr().err
 
 
+def _pip(*args: str) -> None:
+    run = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True,
+                         env={**os.environ, "PIP_CONFIG_FILE": os.devnull})
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Path:
-    """The bin folder of a fresh venv with `pip install .` of a copy of this checkout."""
-    work = tmp_path_factory.mktemp("install")
+def wheel(tmp_path_factory) -> Path:
+    """A wheel built from a copy of this checkout (offline, with the pinned setuptools)."""
+    work = tmp_path_factory.mktemp("build")
     source = work / "source"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "tests", "eval", "bench", "__pycache__", ".pytest_cache", "build", "*.egg-info"))
-    venv = work / "venv"
+        ".git", ".venv", "__pycache__", ".pytest_cache", "build", "*.egg-info", "data", "test-artifacts"))
+    _pip("wheel", "--no-index", "--no-build-isolation", "--no-deps", "--quiet", "--wheel-dir", str(work / "dist"),
+         str(source))
+    return next((work / "dist").glob("codeqa-*.whl"))
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Path:
+    """The bin folder of a fresh venv with that wheel installed."""
+    venv = tmp_path_factory.mktemp("install") / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     (Path(sysconfig.get_path("purelib", vars={"base": str(venv)})) / "test-dependencies.pth").write_text(
         sysconfig.get_path("purelib") + "\n")
-    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
-                              "--no-index", "--no-build-isolation", "--quiet", str(source)],
-                             capture_output=True, text=True, env={**os.environ, "PIP_CONFIG_FILE": os.devnull})
-    assert install.returncode == 0, install.stdout + install.stderr
+    _pip("--python", str(venv / "bin" / "python"), "install", "--no-index", "--no-build-isolation", "--quiet",
+         str(wheel))
     return venv / "bin"
+
+
+@pytest.mark.integration
+def test_the_wheel_holds_only_the_codeqa_package_and_its_data(wheel):
+    import codeqa
+
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {name.split("/")[0] for name in names} == {"codeqa", f"codeqa-{codeqa.__version__}.dist-info"}
+    data = {name for name in names if not name.endswith(".py") and name.startswith("codeqa/")}
+    shipped = {str(path.relative_to(ROOT)) for folder in ("parsing/queries", "search/models", "templates", "static")
+               for path in (ROOT / "codeqa" / folder).rglob("*") if path.is_file()}
+    assert shipped and shipped <= data
+    entry_points = zipfile.ZipFile(wheel).read(f"codeqa-{codeqa.__version__}.dist-info/entry_points.txt").decode()
+    assert "codeqa = codeqa.cli:main" in entry_points
 
 
 def _env(data_dir: Path) -> dict[str, str]:
@@ -85,10 +105,13 @@ def test_pip_install_gives_working_codeqa_commands(installed, tmp_path):
     elsewhere.mkdir()
     repo = shutil.copytree(SAMPLE_REPO, tmp_path / "repo")
     env = _env(data_dir)
-    where = subprocess.run([str(installed / "python"), "-c", "import app, treesitter; print(app.__file__); "
-                            "print(treesitter.QUERIES_DIR)"], cwd=elsewhere, env=env, capture_output=True,
-                           text=True, check=True).stdout.split()
-    assert all(path.startswith(str(installed.parent)) for path in where), where
+    where = subprocess.run([str(installed / "python"), "-c", "import codeqa; from codeqa.parsing import treesitter; "
+                            "print(codeqa.__file__); print(treesitter.QUERIES_DIR); print(codeqa.Services.__module__)"],
+                           cwd=elsewhere, env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert all(path.startswith(str(installed.parent)) for path in where[:2]), where
+    assert where[2] == "codeqa.services"
+    assert "  mcp " in subprocess.run([str(installed / "python"), "-m", "codeqa", "--help"], cwd=elsewhere, env=env,
+                                      capture_output=True, text=True).stdout
 
     assert "  mcp " in _run(installed, elsewhere, env, "--help").stdout
     indexed = _run(installed, elsewhere, env, "index", str(repo), "--name", "sample", "--no-progress")

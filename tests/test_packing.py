@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import packed_lines
-from packing import GAP, BODY, Definition, FileText, Span, estimate_tokens, pack
+from codeqa.search.packing import GAP, BODY, Definition, FileText, Span, estimate_tokens, pack
 
 pytestmark = pytest.mark.unit
 

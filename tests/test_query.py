@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-import retrieval
-from languages import file_role
-from create_tables import code_tokens, identifier_parts, path_tokens, table_prefix
-from retrieval import EMBED_QUERY_CHARS, MAX_KEYWORDS, TEST_FILE_WEIGHT, Hit, SearchOptions, parse_query
+from codeqa.search import retrieval
+from codeqa.parsing.languages import file_role
+from codeqa.indexing.create_tables import code_tokens, identifier_parts, path_tokens, table_prefix
+from codeqa.search.retrieval import EMBED_QUERY_CHARS, MAX_KEYWORDS, TEST_FILE_WEIGHT, Hit, SearchOptions, parse_query
 
 pytestmark = pytest.mark.unit
 

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-import ranking
-from ranking import FEATURES, LinearRanker, file_features, hits_in_file_order, rank_files
+from codeqa.search import ranking
+from codeqa.search.ranking import FEATURES, LinearRanker, file_features, hits_in_file_order, rank_files
 from test_query import hit
 
 pytestmark = pytest.mark.unit

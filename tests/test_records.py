@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from records import FileParse, ManifestEntry, Reference, RepoInfo, RepoStats, SymbolInfo
+from codeqa.core.records import FileParse, ManifestEntry, Reference, RepoInfo, RepoStats, SymbolInfo
 
 pytestmark = pytest.mark.unit
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from records import FileParse, Reference, SymbolInfo
-from references import MAX_AMBIGUOUS, resolve_references
+from codeqa.core.records import FileParse, Reference, SymbolInfo
+from codeqa.parsing.references import MAX_AMBIGUOUS, resolve_references
 
 pytestmark = pytest.mark.unit
 

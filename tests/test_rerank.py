@@ -12,7 +12,7 @@ import pytest
 
 from colbert_checkpoint import build_checkpoint, install_in_hub_cache
 from conftest import settings_for
-from rerank import (
+from codeqa.search.rerank import (
     DOC_MAX_TOKENS,
     QUERY_MAX_TOKENS,
     ColbertReranker,

@@ -10,12 +10,12 @@ import time
 
 import pytest
 
-import create_tables
-import llm
-import ranking
-import retrieval
+from codeqa.indexing import create_tables
+from codeqa.llm import client as llm
+from codeqa.search import ranking
+from codeqa.search import retrieval
 from conftest import ROOT, http_server
-from retrieval import MAX_QUERY_CHARS, QueryError, Retriever, SearchOptions, parse_query
+from codeqa.search.retrieval import MAX_QUERY_CHARS, QueryError, Retriever, SearchOptions, parse_query
 
 pytestmark = pytest.mark.integration
 
@@ -185,7 +185,7 @@ def test_a_retriever_ranks_files_with_the_model_it_is_given(retriever):
 def test_a_reindexed_file_shows_its_definitions_as_they_are_now(settings, sample_copy):
     """A retriever keeps the best files' light rows between searches, per table version: a
     re-index must not leave it weighing the file as it was."""
-    from preprocessing import index_repo
+    from codeqa.indexing.indexer import index_repo
 
     index_repo(sample_copy, settings, name="s", progress=False)
     retriever = Retriever(settings)
@@ -319,7 +319,7 @@ def test_rerank_with_a_local_checkpoint(indexed_sample, colbert_checkpoint):
 
 def run_cli(args: list[str], settings) -> subprocess.CompletedProcess:
     env = {**os.environ, "CODEQA_DATA_DIR": str(settings.data_dir), "CODEQA_LOCAL_LLM": "0"}
-    return subprocess.run([sys.executable, str(ROOT / "retrieval.py"), *args], env=env,
+    return subprocess.run([sys.executable, "-m", "codeqa", *args], env=env,
                           capture_output=True, text=True, timeout=300)
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from tree_sitter import Language, Query
 
-from languages import LANGUAGES, code_language
-from treesitter import Definition, ParsedFile, parse_source, query_source
+from codeqa.parsing.languages import LANGUAGES, code_language
+from codeqa.parsing.treesitter import Definition, ParsedFile, parse_source, query_source
 
 pytestmark = pytest.mark.unit
 

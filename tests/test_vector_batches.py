@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from create_tables import embedding_batches, embedding_text
-from records import RepoStats
+from codeqa.indexing.create_tables import embedding_batches, embedding_text
+from codeqa.core.records import RepoStats
 
 pytestmark = pytest.mark.unit
 

@@ -23,8 +23,8 @@ EVAL_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(EVAL_ROOT))
 sys.path.insert(0, str(EVAL_ROOT.parent))
 
-from config import Settings  # noqa: E402
-from ranking import LinearRanker  # noqa: E402
+from codeqa.core.config import Settings  # noqa: E402
+from codeqa.search.ranking import LinearRanker  # noqa: E402
 
 from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror  # noqa: E402
 from realistic.items import load_items  # noqa: E402

@@ -21,9 +21,9 @@ from __future__ import annotations
 import bm25s
 import numpy as np
 
-import create_tables
-from config import Settings
-from languages import DOC_LANGUAGES
+from codeqa.indexing import create_tables
+from codeqa.core.config import Settings
+from codeqa.parsing.languages import DOC_LANGUAGES
 
 from realistic.snapshots import IndexedFile, Snapshot, TextStore
 

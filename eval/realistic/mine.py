@@ -32,8 +32,8 @@ EVAL_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(EVAL_ROOT))
 sys.path.insert(0, str(EVAL_ROOT.parent))
 
-from languages import HEAD_CHARS, code_language, file_role  # noqa: E402
-from treesitter import parse_source  # noqa: E402
+from codeqa.parsing.languages import HEAD_CHARS, code_language, file_role  # noqa: E402
+from codeqa.parsing.treesitter import parse_source  # noqa: E402
 
 from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror, git  # noqa: E402
 from realistic.gold import FileChange, Span, gold_spans, parse_diff  # noqa: E402

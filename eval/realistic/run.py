@@ -34,8 +34,8 @@ sys.path.insert(0, str(REPO_ROOT))
 os.environ.setdefault("LANCEDB_LOG", "error")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from config import Settings  # noqa: E402
-from ranking import LinearRanker  # noqa: E402
+from codeqa.core.config import Settings  # noqa: E402
+from codeqa.search.ranking import LinearRanker  # noqa: E402
 
 from realistic.baseline import BASELINES, WholeFileBM25, rank_symbols  # noqa: E402
 from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror  # noqa: E402
@@ -172,7 +172,7 @@ def search_all(run: Run, items: list[Item], snapshots: dict[tuple[str, str], Sna
                ) -> tuple[dict[str, list[dict]], dict[str, str]]:
     """Every item under every config, plus the baselines; a config that can't run says why.
     `rankers` (Retriever's `file_ranker`, `symbol_ranker`) replace the shipped models (see ablate.py)."""
-    from retrieval import Retriever, SearchOptions
+    from codeqa.search.retrieval import Retriever, SearchOptions
 
     chosen_baselines = BASELINES if baselines else {}
     results: dict[str, list[dict]] = {**{b: [] for b in chosen_baselines}, **{c: [] for c in configs}}

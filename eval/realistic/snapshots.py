@@ -27,12 +27,12 @@ import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import create_tables
-from config import Settings
-from embeddings import get_embedder
-from languages import DOC_KIND
-from preprocessing import index_repo
-from repo_files import SourceFile, walk_repo
+from codeqa.indexing import create_tables
+from codeqa.core.config import Settings
+from codeqa.indexing.embeddings import get_embedder
+from codeqa.parsing.languages import DOC_KIND
+from codeqa.indexing.indexer import index_repo
+from codeqa.indexing.repo_files import SourceFile, walk_repo
 
 from realistic.vector_cache import CachingEmbedder, default_store
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from treesitter import parse_source
+from codeqa.parsing.treesitter import parse_source
 
 from realistic.gold import FileChange, Insertion, Span, gold_spans, parse_diff
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ranking import FEATURES, LinearRanker
+from codeqa.search.ranking import FEATURES, LinearRanker
 
 from realistic.train_ranker import MODELS, fit, hit_at
 

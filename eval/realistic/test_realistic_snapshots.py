@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import create_tables
-from config import Settings
-from embeddings import get_embedder
-from retrieval import Retriever, SearchOptions
+from codeqa.indexing import create_tables
+from codeqa.core.config import Settings
+from codeqa.indexing.embeddings import get_embedder
+from codeqa.search.retrieval import Retriever, SearchOptions
 
 from realistic.snapshots import SnapshotStore
 from realistic.vector_cache import default_store

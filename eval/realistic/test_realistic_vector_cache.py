@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from embeddings import LocalEmbedder
+from codeqa.indexing.embeddings import LocalEmbedder
 
 from realistic.vector_cache import model_key
 

@@ -37,8 +37,8 @@ REPO_ROOT = EVAL_ROOT.parent
 sys.path.insert(0, str(EVAL_ROOT))
 sys.path.insert(0, str(REPO_ROOT))
 
-from config import Settings  # noqa: E402
-from ranking import (DEFINITION_FEATURES, FEATURES, RANKER_FILE, SYMBOL_RANKER_FILE, SYMBOLS_PER_FILE,  # noqa: E402
+from codeqa.core.config import Settings  # noqa: E402
+from codeqa.search.ranking import (DEFINITION_FEATURES, FEATURES, RANKER_FILE, SYMBOL_RANKER_FILE, SYMBOLS_PER_FILE,  # noqa: E402
                      LinearRanker)
 
 from realistic.corpus import CorpusError, default_cache  # noqa: E402
@@ -64,7 +64,7 @@ MODELS = {"files": Model(RANKER_FILE, FEATURES, 5),
 
 def examples(items: list[Item], store: SnapshotStore, base: Settings) -> dict[str, list[dict]]:
     """Groups of labelled candidates per model: {"repo", "candidates": [(label, features)]}."""
-    from retrieval import Retriever, SearchOptions
+    from codeqa.search.retrieval import Retriever, SearchOptions
 
     groups: dict[str, list[dict]] = {name: [] for name in MODELS}
     retrievers: dict[tuple[str, str], Retriever] = {}

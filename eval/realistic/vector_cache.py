@@ -33,9 +33,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import create_tables  # noqa: E402
-from config import Settings  # noqa: E402
-from embeddings import Embedder, LocalEmbedder, get_embedder  # noqa: E402
+from codeqa.indexing import create_tables  # noqa: E402
+from codeqa.core.config import Settings  # noqa: E402
+from codeqa.indexing.embeddings import Embedder, LocalEmbedder, get_embedder  # noqa: E402
 
 STORE_FILE = "vectors.sqlite"
 _LOOKUP_CHUNK = 500  # hashes per SQL lookup (SQLite's variable limit is far above)

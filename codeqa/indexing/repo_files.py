@@ -1,0 +1,397 @@
+"""Walk a repository and decide, file by file, what gets indexed and why not.
+
+One pass over the tree with `os.scandir`, pruning ignored and vendored directories
+without descending into them, so huge `node_modules` or build trees cost one stat.
+The walk itself reads no file: it finds candidates with their size and mtime, and
+`WalkReport.read` reads, sniffs and decodes one when the indexer needs its content
+(a file whose size and mtime match the manifest is never read).
+
+Decisions worth knowing:
+- `.gitignore` files are honoured at every level (patterns relative to their own
+  directory, deeper files win), plus `.git/info/exclude`. The user's global
+  `core.excludesFile` is not read: the index should not depend on who runs it.
+- Symlinks are never followed. A link pointing outside the repo is `symlink_outside`;
+  a directory link to itself or an ancestor is `symlink_loop`; any other link inside
+  the repo is `symlink_duplicate`, because its target is indexed under its real path
+  (a target that is itself ignored stays unindexed). A dangling link is `unreadable`.
+  Not following links makes loops impossible by construction.
+- Fifos, sockets and devices are `unreadable`: opening a fifo would block the walk.
+- A file or folder whose name is not valid UTF-8 is `non_utf8_name` (shown with `\\xNN`
+  escapes): the index, the API and the UI all speak UTF-8.
+- UTF-16 and UTF-32 files with a byte-order mark are decoded as such (not taken for binary).
+- `third_party` counts as vendored: by convention it holds copied upstream code.
+- Skip counts for `ignored` and `vendored` count pruned directories once each.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import os
+import stat
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import pathspec
+
+from codeqa.core.errors import CodeQAError, is_valid_unicode
+from codeqa.parsing.languages import DOC_LANGUAGES, VENDORED_DIRS, VENDORED_MARKERS, language_for
+
+BINARY_EXTENSIONS = frozenset(
+    {
+        ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tiff", ".psd",
+        ".pdf", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".tar", ".jar",
+        ".war", ".class", ".so", ".dylib", ".dll", ".exe", ".o", ".a", ".lib", ".obj",
+        ".pyc", ".pyo", ".whl", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp3",
+        ".mp4", ".wav", ".ogg", ".flac", ".mov", ".avi", ".mkv", ".sqlite", ".db",
+        ".bin", ".npy", ".npz", ".pkl", ".parquet", ".onnx", ".pt", ".gguf", ".wasm",
+    }
+)
+BINARY_SNIFF_BYTES = 8192
+MINIFIED_MIN_BYTES = 4096
+MINIFIED_AVG_LINE = 300
+MINIFIED_MAX_LINE = 5000
+MAX_EXAMPLES = 5
+
+
+class RepoPathError(CodeQAError, ValueError):
+    """The repository root is missing or not a directory."""
+
+    http_status = 400
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    """A file the walk found indexable by its name and metadata; its content is not read yet."""
+
+    path: str  # relative to the repo root, `/`-separated
+    abs_path: Path
+    language: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class SourceFile(FoundFile):
+    """A found file whose content was read and passed the content checks."""
+
+    text: str
+    sha256: str
+    decoded_with_replacement: bool
+    encoding: str = "utf-8"  # or utf-16 / utf-32, by the file's byte-order mark
+
+
+@dataclass
+class WalkReport:
+    """Files found indexable plus an account of everything left out (reads included)."""
+
+    max_file_bytes: int = 1_000_000
+    files: list[FoundFile] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    skipped_examples: dict[str, list[str]] = field(default_factory=dict)
+    non_utf8: int = 0  # of the files read so far
+    bom_decoded: Counter[str] = field(default_factory=Counter)  # utf-16/utf-32 files read so far
+
+    def skip(self, reason: str, rel_path: str) -> None:
+        """Count a skipped path and keep a few examples for the CLI summary."""
+        self.skipped[reason] += 1
+        examples = self.skipped_examples.setdefault(reason, [])
+        if len(examples) < MAX_EXAMPLES:
+            examples.append(rel_path)
+
+    def read(self, found: FoundFile) -> SourceFile | None:
+        """Read one found file; None (and the reason counted) when its content rules it out."""
+        source = read_source(found, self.max_file_bytes)
+        if isinstance(source, str):
+            self.skip(source, found.path)
+            return None
+        self.non_utf8 += source.decoded_with_replacement
+        if source.encoding != "utf-8":
+            self.bom_decoded[source.encoding] += 1
+        return source
+
+    def read_all(self) -> list[SourceFile]:
+        """Every found file that passes the content checks, in path order."""
+        return [source for source in map(self.read, self.files) if source is not None]
+
+
+@dataclass(frozen=True)
+class _IgnoreLayer:
+    """The patterns of one `.gitignore`, relative to `base` ("" or "dir/sub/")."""
+
+    base: str
+    spec: pathspec.PathSpec
+
+
+def hash_bytes(data: bytes) -> str:
+    """Hex sha256 of raw file bytes: the content identity used for re-index checks."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _is_ignored(rel_path: str, is_dir: bool, layers: tuple[_IgnoreLayer, ...]) -> bool:
+    """Git semantics: the deepest `.gitignore` with a matching pattern decides."""
+    for layer in reversed(layers):
+        if not rel_path.startswith(layer.base):
+            continue
+        local = rel_path[len(layer.base):] + ("/" if is_dir else "")
+        verdict = layer.spec.check_file(local).include
+        if verdict is not None:
+            return verdict
+    return False
+
+
+def _read_patterns(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read().splitlines()
+    except OSError:
+        return []
+
+
+def _layer_for(abs_dir: str, rel_dir: str, is_root: bool) -> _IgnoreLayer | None:
+    lines = _read_patterns(os.path.join(abs_dir, ".gitignore"))
+    if is_root:
+        # exclude comes first so the checked-in .gitignore overrides it.
+        lines = _read_patterns(os.path.join(abs_dir, ".git", "info", "exclude")) + lines
+    if not any(line.strip() and not line.startswith("#") for line in lines):
+        return None
+    # Plain last-match-wins patterns, as git applies them to each path it visits. GitIgnoreSpec
+    # adds a rule for files below an excluded directory (which the walk prunes anyway) and gets
+    # directories wrong with it: `*` then `!*/` (un-ignore every directory) left them ignored.
+    return _IgnoreLayer(rel_dir, pathspec.PathSpec.from_lines("gitignore", lines))
+
+
+def _is_vendored_dir(name: str, abs_path: str) -> bool:
+    if name in VENDORED_DIRS:
+        return True
+    return any(os.path.isfile(os.path.join(abs_path, marker)) for marker in VENDORED_MARKERS)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _symlink_reason(entry: os.DirEntry[str], root: str) -> str:
+    """Why a symlink is skipped: links are never followed (see module docstring)."""
+    target = os.path.realpath(entry.path)
+    if not _within(target, root):
+        return "symlink_outside"
+    if not os.path.exists(target):
+        return "unreadable"
+    link_dir = os.path.realpath(os.path.dirname(entry.path))
+    if os.path.isdir(target) and _within(link_dir, target):
+        return "symlink_loop"
+    return "symlink_duplicate"
+
+
+def _looks_minified(rel_path: str, data: bytes) -> bool:
+    """Minified or generated: long lines on average, or one huge line holding most bytes.
+
+    A single long line alone is not enough: real modules embed a long template or
+    table line (seen in transformers and sympy) and must stay indexed.
+    """
+    if ".min." in PurePosixPath(rel_path).name.lower():
+        return True
+    if len(data) < MINIFIED_MIN_BYTES:
+        return False
+    lines = data.split(b"\n")
+    longest = max(map(len, lines))
+    if longest > MINIFIED_MAX_LINE and longest * 2 > len(data):
+        return True
+    return len(data) / len(lines) > MINIFIED_AVG_LINE
+
+
+# Byte-order marks of the encodings other than UTF-8 a source file is found in (Windows tools
+# write UTF-16 with a BOM). UTF-32's little-endian mark starts with UTF-16's: test it first.
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def bom_encoding(data: bytes) -> str | None:
+    """`utf-16` or `utf-32` when the bytes start with that encoding's byte-order mark."""
+    return next((encoding for bom, encoding in _BOMS if data.startswith(bom)), None)
+
+
+def decode_text(data: bytes) -> tuple[str, bool]:
+    """A file's text and whether characters were replaced: UTF-16/32 when a byte-order mark says
+    so, else UTF-8 (without its BOM); undecodable bytes become U+FFFD rather than losing the file.
+    The indexer and the file view decode alike, so line numbers agree."""
+    encoding = bom_encoding(data) or "utf-8-sig"
+    try:
+        return data.decode(encoding), False
+    except UnicodeDecodeError:
+        return data.decode(encoding, errors="replace"), True
+
+
+def shown_path(path: str) -> str:
+    """A path fit for messages and the index: bytes that are not UTF-8 (kept by the OS as lone
+    surrogates) written as `\\xe9`."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+class _Walker:
+    """Holds the walk's state so each step stays a small method."""
+
+    def __init__(self, root: Path, max_file_bytes: int) -> None:
+        self.root = root
+        self.root_str = str(root)
+        self.max_file_bytes = max_file_bytes
+        self.report = WalkReport(max_file_bytes)
+
+    def run(self) -> WalkReport:
+        stack: list[tuple[str, str, tuple[_IgnoreLayer, ...]]] = [(self.root_str, "", ())]
+        while stack:
+            abs_dir, rel_dir, layers = stack.pop()
+            layer = _layer_for(abs_dir, rel_dir, is_root=not rel_dir)
+            if layer is not None:
+                layers = (*layers, layer)
+            stack.extend(self._scan_dir(abs_dir, rel_dir, layers))
+        self.report.files.sort(key=lambda source: source.path)
+        return self.report
+
+    def _scan_dir(
+        self, abs_dir: str, rel_dir: str, layers: tuple[_IgnoreLayer, ...]
+    ) -> list[tuple[str, str, tuple[_IgnoreLayer, ...]]]:
+        """Handle the files of one directory; return its subdirectories to visit."""
+        try:
+            with os.scandir(abs_dir) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError:
+            self.report.skip("unreadable", rel_dir.rstrip("/") or ".")
+            return []
+        subdirs = []
+        for entry in entries:
+            rel_path = rel_dir + entry.name
+            if not is_valid_unicode(entry.name):  # the index, the UI and the API all speak UTF-8
+                self.report.skip("non_utf8_name", shown_path(rel_path))
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if self._keep_dir(entry, rel_path, layers):
+                    subdirs.append((entry.path, rel_path + "/", layers))
+            else:
+                self._visit_file(entry, rel_path, layers)
+        return subdirs
+
+    def _keep_dir(
+        self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...]
+    ) -> bool:
+        if _is_vendored_dir(entry.name, entry.path):
+            self.report.skip("vendored", rel_path + "/")
+            return False
+        if _is_ignored(rel_path, True, layers):
+            self.report.skip("ignored", rel_path + "/")
+            return False
+        return True
+
+    def _visit_file(
+        self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...]
+    ) -> None:
+        found = self._check_file(entry, rel_path, layers)
+        if isinstance(found, str):
+            self.report.skip(found, rel_path)
+        else:
+            self.report.files.append(found)
+
+    def _check_file(
+        self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...]
+    ) -> FoundFile | str:
+        """Checks that need no file content, cheapest first: the file, or why it is skipped."""
+        if _is_ignored(rel_path, False, layers):
+            return "ignored"
+        if entry.is_symlink():
+            return _symlink_reason(entry, self.root_str)
+        if PurePosixPath(rel_path).suffix.lower() in BINARY_EXTENSIONS:
+            return "binary"
+        language = language_for(rel_path)
+        if language is None:
+            return "unsupported"
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            return "unreadable"
+        if not stat.S_ISREG(info.st_mode):
+            return "unreadable"
+        if info.st_size > self.max_file_bytes:
+            return "too_large"
+        return FoundFile(rel_path, Path(entry.path), language, info.st_size, info.st_mtime_ns)
+
+
+class ChangeFilter:
+    """The walk's rules applied to single changed paths, for a watcher: whether a change (of a
+    file or directory, existing or deleted) can change what the walk finds.
+
+    A change under `.git/`, a vendored or ignored directory, or to an ignored, binary or
+    unsupported file cannot; a `.gitignore` can, and so can a directory created or moved in (its
+    files may arrive as one event). A deleted path counts when its name is indexable or it has
+    no extension (it may have been a directory). Content checks stay with the walk. `.gitignore`
+    files are read once per instance: make one per batch of changes.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = str(root)
+        self._layers: dict[str, _IgnoreLayer | None] = {}
+
+    def _layer(self, rel_dir: str) -> _IgnoreLayer | None:
+        if rel_dir not in self._layers:
+            self._layers[rel_dir] = _layer_for(os.path.join(self.root, rel_dir), rel_dir, is_root=not rel_dir)
+        return self._layers[rel_dir]
+
+    def matters(self, rel_path: str) -> bool:
+        """`rel_path`: relative to the root, `/`-separated."""
+        *dirs, name = rel_path.split("/")
+        layers: tuple[_IgnoreLayer, ...] = ()
+        rel_dir = ""
+        for part in [*dirs, None]:
+            layer = self._layer(rel_dir)
+            if layer is not None:
+                layers = (*layers, layer)
+            if part is None:
+                break
+            if _is_vendored_dir(part, os.path.join(self.root, rel_dir, part)) or \
+                    _is_ignored(rel_dir + part, True, layers):
+                return False
+            rel_dir += part + "/"
+        abs_path = os.path.join(self.root, rel_path)
+        if os.path.isdir(abs_path):
+            return not _is_vendored_dir(name, abs_path) and not _is_ignored(rel_path, True, layers)
+        if name == ".gitignore":
+            return True
+        if _is_ignored(rel_path, False, layers) or PurePosixPath(name).suffix.lower() in BINARY_EXTENSIONS:
+            return False
+        if language_for(rel_path) is not None:
+            return True
+        return not os.path.lexists(abs_path) and not PurePosixPath(name).suffix
+
+
+def read_source(found: FoundFile, max_file_bytes: int) -> SourceFile | str:
+    """Read, sniff and decode one found file: the source, or the reason it is skipped."""
+    try:
+        with open(found.abs_path, "rb") as handle:
+            data = handle.read(max_file_bytes + 1)
+    except OSError:
+        return "unreadable"
+    if len(data) > max_file_bytes:
+        return "too_large"
+    encoding = bom_encoding(data)
+    if encoding is None and b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        return "binary"
+    text, replaced = decode_text(data)
+    if found.language not in DOC_LANGUAGES and _looks_minified(found.path, text.encode("utf-8", "replace")):
+        return "minified"
+    return SourceFile(path=found.path, abs_path=found.abs_path, language=found.language,
+                      size=len(data), mtime_ns=found.mtime_ns, text=text,
+                      sha256=hash_bytes(data), decoded_with_replacement=replaced, encoding=encoding or "utf-8")
+
+
+def walk_repo(root: Path, max_file_bytes: int = 1_000_000) -> WalkReport:
+    """Every file under `root` that may be indexed, sorted by path, and why the rest was skipped.
+
+    Content checks (binary, minified, decoding) happen when a file is read: `WalkReport.read`.
+    """
+    root = Path(root).expanduser()
+    if not root.exists():
+        raise RepoPathError(f"Repository path does not exist: {root}")
+    if not root.is_dir():
+        raise RepoPathError(f"Repository path is not a directory: {root}")
+    return _Walker(root.resolve(), max_file_bytes).run()

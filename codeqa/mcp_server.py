@@ -1,0 +1,493 @@
+"""CodeQA as an MCP server: the index's search, definitions, references and files as tools for
+coding agents (Claude Code, Cursor, VS Code, Zed, ...), over stdio.
+
+    codeqa mcp [--repo NAME]                  # or: python -m codeqa mcp
+
+A face over the one core (`services.Services`), like the CLIs and the web app. It only reads
+the index that `preprocessing.py index` / `watch` writes, and sees each new version of it
+without a restart. It never needs the LLM: search runs without HyDE (the agent's own model
+does the thinking), so an answer takes milliseconds once the embedding model is loaded (it
+loads in the background while the client connects).
+
+Each tool answers with text written for a model to read (`path:start-end` locations, numbered
+lines) and the same data as structured content (its output schema is published). Errors a
+user can act on (`errors.CodeQAError`) come back as tool errors carrying the CLI's one-line
+message.
+
+Which repo a call is about: its `repo` argument, else `--repo`, else the indexed repo whose
+root holds the server's working directory (editors start servers in the project folder), else
+the only indexed repo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path, PurePosixPath
+from typing import Annotated
+
+from mcp.server import MCPServer
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from codeqa.core.config import Settings
+from codeqa.indexing.create_tables import UnknownRepoError, sql_quote
+from codeqa.core.errors import CLI_ERRORS, CodeQAError, cli_exit, one_line
+from codeqa.parsing.languages import language_for
+from codeqa.core.records import RepoInfo
+from codeqa.chat.resolver import MAX_DEFINITIONS, ROW_COLUMNS
+from codeqa.search.retrieval import SearchOptions
+from codeqa.services import Services
+
+log = logging.getLogger("codeqa.mcp")
+
+MAX_K = 50  # search results per call, as the web API allows
+SHOWN_REFERENCES = 5  # uses listed with each search hit (the count is exact)
+MAX_CODE_LINES = 80  # of a definition's code in find_symbol; read_code has the rest
+MAX_READ_LINES = 500  # lines read_code returns per call
+DEFAULT_USES = 200  # uses find_references lists unless asked for more
+MAX_USES = 2000
+NO_REPOS = "No repo is indexed yet: run `codeqa index PATH` (or `python preprocessing.py index PATH`) first."
+
+INSTRUCTIONS = """\
+CodeQA has indexed these repositories with tree-sitter: every function, method, class (and docs
+section) with exact line ranges, and every place each one is used. Start with search_code for a
+question, a task or a bug report (paste error messages and stack traces as they are); use
+find_symbol when you know a name, find_references to see who uses something before changing it,
+and read_code to read lines of a file. Locations are `path:start-end` relative to the repo root.
+list_repos tells which repos there are; `repo` may be left out when there is one default."""
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+class CodeRangeError(CodeQAError, ValueError):
+    """Lines asked for that the file does not have."""
+
+    http_status = 400
+
+
+# --- Structured output (published as each tool's output schema) -----------------------------
+
+class Use(BaseModel):
+    file_path: str
+    line: int
+    column: int
+    text: str
+
+
+class Symbol(BaseModel):
+    id: str = Field(description="symbol id: pass it to find_references to pick this definition")
+    location: str = Field(description="path:start-end")
+    kind: str
+    name: str
+    qualified_name: str
+    signature: str
+    file_path: str
+    start_line: int
+    end_line: int
+    language: str
+    reference_count: int = Field(description="how many uses the index recorded (exact)")
+
+    @classmethod
+    def fields_of(cls, row: dict) -> dict:
+        """The fields of a row of the index (or a search hit's JSON), location included."""
+        return {"location": f"{row['file_path']}:{row['start_line']}-{row['end_line']}",
+                **{name: row[name] for name in Symbol.model_fields if name in row},
+                "signature": row["signature"] or "", "reference_count": row["reference_count"] or 0}
+
+
+class SearchHit(Symbol):
+    score: float
+    exact_match: bool = Field(description="the query names this symbol or file exactly")
+    references: list[Use] = Field(description=f"the first {SHOWN_REFERENCES} uses")
+
+
+class FileSymbol(BaseModel):
+    kind: str
+    qualified_name: str
+    start_line: int
+    end_line: int
+
+
+class FileResult(BaseModel):
+    path: str
+    score: float
+    role: str = Field(description="source, test, example, benchmark, docs, generated or vendored")
+    language: str
+    symbols: list[FileSymbol] = Field(description="the file's rows that made it rank")
+
+
+class SearchOutput(BaseModel):
+    repo: str
+    results: list[SearchHit]
+    files: list[FileResult] = Field(description="the files most likely involved, best first, from "
+                                                "whole-file evidence and their best symbols")
+    notices: list[str]
+
+
+class Definition(Symbol):
+    code: str = Field(description=f"the definition's lines (the first {MAX_CODE_LINES})")
+    code_truncated: bool
+
+
+class SymbolOutput(BaseModel):
+    repo: str
+    name: str
+    total: int = Field(description=f"definitions found (at most {MAX_DEFINITIONS} are returned)")
+    definitions: list[Definition]
+    suggestions: list[str] = Field(description="similar names, when none matched")
+
+
+class UseSite(BaseModel):
+    location: str = Field(description="path:line:column")
+    file_path: str
+    line: int
+    column: int
+    text: str = Field(description="the line of the use")
+    caller: str | None = Field(description="qualified name of the function the use is in")
+    resolution: str = Field(description="how surely the use was attributed: qualified, self, unique, "
+                                        "import, same_file, same_package or ambiguous")
+    definition_id: str = Field(description="id of the definition used")
+
+
+class ReferencesOutput(BaseModel):
+    repo: str
+    symbol: str
+    definitions: list[Symbol] = Field(description=f"the definitions whose uses are listed (at most {MAX_DEFINITIONS})")
+    total: int = Field(description="uses of these definitions")
+    uses: list[UseSite]
+    suggestions: list[str]
+
+
+class CodeOutput(BaseModel):
+    repo: str
+    path: str
+    language: str
+    start: int
+    end: int
+    total_lines: int
+    lines: list[str]
+
+
+class RepoSummary(BaseModel):
+    name: str
+    root: str
+    files: int
+    methods: int
+    classes: int
+    docs: int
+    references: int
+    languages: dict[str, int]
+    indexed_at: float = Field(description="Unix time of the last index run")
+    embedded_percent: int = Field(description="rows with their vector so far (below 100 while an index run "
+                                              "embeds: those rows are found by their text meanwhile)")
+
+
+class ReposOutput(BaseModel):
+    repos: list[RepoSummary]
+    default: str | None = Field(description="the repo a tool uses when called without `repo`")
+
+
+# --- The tools' work, on the core ------------------------------------------------------------
+
+def _numbered(lines: list[str], first: int) -> str:
+    width = len(str(first + len(lines) - 1))
+    return "\n".join(f"{first + i:>{width}}  {line}" for i, line in enumerate(lines))
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _repo_relative(info: RepoInfo, path: str) -> str:
+    """An absolute path inside the repo's folder as the index names it (agents often pass
+    those); any other path as given, for the index's own checks to judge."""
+    pure = PurePosixPath(path)
+    return pure.relative_to(info.root).as_posix() if pure.is_absolute() and pure.is_relative_to(info.root) else path
+
+
+def _headline(d: Symbol) -> str:
+    return (f"{d.location}  {d.kind} {d.qualified_name}  (id {d.id}, used {_plural(d.reference_count, 'time')})")
+
+
+class CodeTools:
+    """What each tool does, as (text for the model, structured data); errors are CodeQAErrors."""
+
+    def __init__(self, services: Services, default_repo: str | None = None, workdir: Path | None = None) -> None:
+        self.services = services
+        self.default_repo = default_repo
+        self.workdir = (workdir or Path.cwd()).resolve()
+
+    def default(self, repos: list[RepoInfo]) -> RepoInfo | None:
+        """The repo a call without `repo` is about, if one can be told."""
+        if self.default_repo:
+            return next((r for r in repos if r.name == self.default_repo), None)
+        here = [r for r in repos if self.workdir.is_relative_to(r.root)]
+        if here:
+            return max(here, key=lambda r: len(r.root))
+        return repos[0] if len(repos) == 1 else None
+
+    def repo(self, name: str | None) -> RepoInfo:
+        if name or self.default_repo:
+            return self.services.repo(name or self.default_repo)
+        repos = self.services.repos()
+        if not repos:
+            raise UnknownRepoError(NO_REPOS)
+        chosen = self.default(repos)
+        if chosen is None:
+            raise UnknownRepoError(f"Several repos are indexed ({', '.join(r.name for r in repos)}): "
+                                   "say which one with `repo`.")
+        return chosen
+
+    def search_code(self, query: str, repo: str | None, k: int, lang: str | None,
+                    path: str | None) -> tuple[str, SearchOutput]:
+        info = self.repo(repo)
+        options = SearchOptions(k=k, hyde=False, language=lang, path_prefix=path and _repo_relative(info, path))
+        result = self.services.retriever.search(info.name, query, options)
+        hits = []
+        for hit in result.results:
+            data = hit.to_json()
+            data["references"] = data["references"][:SHOWN_REFERENCES]
+            hits.append(SearchHit(**{**data, **SearchHit.fields_of(data)}))
+        lines = [f"{_plural(len(hits), 'result')} in {info.name} (hybrid search):"]
+        lines += [f"note: {notice}" for notice in result.notices]
+        for rank, hit in enumerate(hits, 1):
+            exact = "  (named in the query)" if hit.exact_match else ""
+            lines.append(f"{rank}. {hit.location}  {hit.kind} {hit.qualified_name}  score {hit.score:.4f}{exact}")
+            if hit.signature:
+                lines.append(f"   {one_line(hit.signature)}")
+            uses = f"used {_plural(hit.reference_count, 'time')}" + (", e.g.:" if hit.references else "")
+            lines.append(f"   id {hit.id} · {uses}")
+            lines += [f"     {u.file_path}:{u.line}:{u.column}  {one_line(u.text, 120)}" for u in hit.references[:3]]
+        files = [FileResult(**file.to_json()) for file in result.files]
+        if files:
+            lines.append("Files, best first:")
+            lines += [f"{rank}. {file.path} ({file.role})"
+                      + (": " + ", ".join(f"{s.qualified_name} {s.start_line}-{s.end_line}" for s in file.symbols)
+                         if file.symbols else "")
+                      for rank, file in enumerate(files, 1)]
+        if not hits and lang and lang.lower() not in info.stats.files_by_language:
+            lines.append(f"No {lang} files are indexed; languages: {', '.join(sorted(info.stats.files_by_language))}.")
+        return "\n".join(lines), SearchOutput(repo=info.name, results=hits, files=files, notices=result.notices)
+
+    def _definitions(self, info: RepoInfo, name: str, columns: list[str]) -> tuple[list[dict], list[str]]:
+        """Rows defining `name` (best first), or suggestions of similar names."""
+        rows = self.services.commands.definitions(info, name, columns)
+        if rows:
+            return rows, []
+        similar = self.services.commands.symbol_index(info).similar_symbols(name)
+        return [], [f"{s.qualified_name} ({s.file_path}:{s.start_line})" for s in similar]
+
+    def find_symbol(self, name: str, repo: str | None) -> tuple[str, SymbolOutput]:
+        info = self.repo(repo)
+        rows, suggestions = self._definitions(info, name, ROW_COLUMNS + ["code"])
+        lookup = self.services.commands.lookup(info)
+        found = []
+        for row in rows[:MAX_DEFINITIONS]:
+            text = lookup.text(row["file_path"])  # the file as it is now; as indexed if it is gone
+            code = text.lines[row["start_line"] - 1:row["end_line"]] if text else (row["code"] or "").splitlines()
+            found.append(Definition(**Definition.fields_of(row), code="\n".join(code[:MAX_CODE_LINES]),
+                                    code_truncated=len(code) > MAX_CODE_LINES))
+        output = SymbolOutput(repo=info.name, name=name, total=len(rows), definitions=found, suggestions=suggestions)
+        if not found:
+            return _not_found(name, info, suggestions), output
+        lines = [f"{_plural(len(rows), 'definition')} of {name} in {info.name}"
+                 + (f" (the first {len(found)}):" if len(rows) > len(found) else ":")]
+        for d in found:
+            lines += ["", _headline(d), _numbered(d.code.splitlines(), d.start_line)]
+            if d.code_truncated:
+                lines.append(f"... (to line {d.end_line}: read_code path={d.file_path} start="
+                             f"{d.start_line + MAX_CODE_LINES})")
+        return "\n".join(lines), output
+
+    def find_references(self, symbol: str, repo: str | None, limit: int) -> tuple[str, ReferencesOutput]:
+        info = self.repo(repo)
+        rows = self.services.commands.rows(info, f"id = {sql_quote(symbol)}")
+        suggestions: list[str] = []
+        if not rows:
+            rows, suggestions = self._definitions(info, symbol, ROW_COLUMNS)
+        rows = rows[:MAX_DEFINITIONS]
+        ranked = self.services.commands.lookup(info).uses(rows)
+        uses = [UseSite(location=f"{u['file_path']}:{u['line']}:{u['column']}", file_path=u["file_path"],
+                        line=u["line"], column=u["column"], text=u["text"], caller=u["caller"] or None,
+                        resolution=u["resolution"], definition_id=row["id"]) for row, u in ranked[:limit]]
+        definitions = [Symbol(**Symbol.fields_of(row)) for row in rows]
+        output = ReferencesOutput(repo=info.name, symbol=symbol, definitions=definitions, total=len(ranked),
+                                  uses=uses, suggestions=suggestions)
+        if not rows:
+            return _not_found(symbol, info, suggestions), output
+        lines = [f"{d.qualified_name}: {_headline(d)}" for d in definitions]
+        shown = f" (the first {len(uses)})" if len(ranked) > len(uses) else ""
+        lines.append(f"{_plural(len(ranked), 'use')}{shown}, most relevant first:" if ranked else "No uses recorded.")
+        lines += [f"{u.location}  {one_line(u.text, 160)}" + (f"  [in {u.caller}]" if u.caller else "")
+                  for u in uses]
+        return "\n".join(lines), output
+
+    def read_code(self, path: str, repo: str | None, start: int, end: int | None) -> tuple[str, CodeOutput]:
+        info = self.repo(repo)
+        path = _repo_relative(info, path)
+        lines = self.services.read_file(info, path).splitlines()  # the one gate to the disk
+        if start > max(len(lines), 1):
+            raise CodeRangeError(f"{path} has {_plural(len(lines), 'line')}.")
+        if end is not None and end < start:
+            raise CodeRangeError("end must not be before start.")
+        wanted = min(len(lines), end or len(lines))
+        last = min(wanted, start + MAX_READ_LINES - 1)
+        shown = lines[start - 1:last]
+        language = language_for(path) or "text"
+        more = f"; call again with start={last + 1} for more" if last < wanted else ""
+        header = f"{path} lines {start}-{last} of {len(lines)} ({language}){more}:"
+        return header + "\n" + _numbered(shown, start), CodeOutput(
+            repo=info.name, path=path, language=language, start=start, end=last, total_lines=len(lines), lines=shown)
+
+    def list_repos(self) -> tuple[str, ReposOutput]:
+        repos = self.services.repos()
+        default = self.default(repos)
+        summaries = [RepoSummary(**info.summary()) for info in repos]
+        if not repos:
+            return NO_REPOS, ReposOutput(repos=[], default=None)
+        lines = []
+        for s in summaries:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.indexed_at)) if s.indexed_at else "never"
+            languages = ", ".join(f"{lang} {n}" for lang, n in sorted(s.languages.items()))
+            mark = "  (default)" if default and default.name == s.name else ""
+            lines.append(f"{s.name}{mark}: {s.root}\n  {s.files} files ({languages}); {s.methods} functions, "
+                         f"{s.classes} classes, {s.docs} docs sections, {s.references} references; "
+                         f"indexed {when}")
+        return "\n".join(lines), ReposOutput(repos=summaries, default=default.name if default else None)
+
+
+def _not_found(name: str, info: RepoInfo, suggestions: list[str]) -> str:
+    hint = f" Did you mean: {'; '.join(suggestions)}?" if suggestions else " Try search_code."
+    return f"No definition named {name} in {info.name}.{hint}"
+
+
+# --- The MCP face ----------------------------------------------------------------------------
+
+def _answer(work: Callable[[], tuple[str, BaseModel]]) -> CallToolResult:
+    """Run a tool's work: its text and data, or a tool error with the one-line message."""
+    try:
+        text, data = work()
+    except CLI_ERRORS as exc:
+        return CallToolResult(content=[TextContent(type="text", text=one_line(exc, 1000))], is_error=True)
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=data.model_dump(mode="json"))
+
+
+RepoArg = Annotated[str | None, Field(description="indexed repo name (see list_repos); default: the "
+                                                  "project's repo, or the only one")]
+
+
+def create_server(tools: CodeTools) -> MCPServer:
+    """The MCP server with CodeQA's five tools, over `tools`."""
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[None]:
+        # Load the embedding model while the client connects, so the first search is fast;
+        # a failure here is only logged: the first search reports it.
+        threading.Thread(target=_warm_up, args=(tools.services,), daemon=True, name="codeqa-warm-up").start()
+        try:
+            yield
+        finally:
+            tools.services.close()
+
+    server = MCPServer("codeqa", instructions=INSTRUCTIONS, lifespan=lifespan)
+
+    @server.tool(annotations=READ_ONLY)
+    def search_code(
+        query: Annotated[str, Field(description="a question, a task, or a bug report / error message / "
+                                                "stack trace as is (up to 20,000 characters)")],
+        repo: RepoArg = None,
+        k: Annotated[int, Field(ge=1, le=MAX_K, description="how many results")] = 10,
+        lang: Annotated[str | None, Field(description="only this language: python, java, javascript, "
+                                                      "typescript, rust, go, c, cpp, markdown, ...")] = None,
+        path: Annotated[str | None, Field(description="only files under this path prefix, e.g. src/api/")] = None,
+    ) -> Annotated[CallToolResult, SearchOutput]:
+        """Search the indexed code by meaning and keywords (hybrid vector + BM25 over functions,
+        methods, classes and docs sections). Use it first for 'where is X handled?', 'how does Y
+        work?', or a pasted bug report: it returns ranked symbols with `path:start-end`, kind,
+        qualified name, signature, score, and the first places each is used, and the files most
+        likely involved (whole-file evidence), each with its best symbols. Symbols and files
+        the query names exactly are put on top. Then read_code to see the code, find_symbol when
+        you know a name, find_references to see who uses it."""
+        return _answer(lambda: tools.search_code(query, repo, k, lang, path))
+
+    @server.tool(annotations=READ_ONLY)
+    def find_symbol(
+        name: Annotated[str, Field(description="a name (`parse`), a qualified name (`Cart.add`, "
+                                               "`Outer.Inner.method`, `Type::method`) or its tail")],
+        repo: RepoArg = None,
+    ) -> Annotated[CallToolResult, SymbolOutput]:
+        """Find the definition(s) of a function, method, class, struct, interface, trait, enum or
+        type by name: exact qualified-name matches first, then names ending in `.name`, test code
+        last. Returns each definition's `path:start-end`, signature, symbol id and numbered code
+        (long bodies are cut; read_code has the rest). Prefer it to search_code when you know the
+        name; an unknown name gets 'did you mean' suggestions."""
+        return _answer(lambda: tools.find_symbol(name, repo))
+
+    @server.tool(annotations=READ_ONLY)
+    def find_references(
+        symbol: Annotated[str, Field(description="a name or qualified name (as for find_symbol), or a "
+                                                 "symbol id from search_code / find_symbol to pick one "
+                                                 "definition among several with the same name")],
+        repo: RepoArg = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_USES, description="most uses to list (the total is "
+                                                                    "always given)")] = DEFAULT_USES,
+    ) -> Annotated[CallToolResult, ReferencesOutput]:
+        """List every recorded use of a symbol (calls, instantiations, type uses, `extends` /
+        `implements`) as `path:line:column` with the line's text and the function it sits in,
+        most relevant first (non-test code and surely resolved uses first). Use it before
+        changing a function's behaviour or signature, to find its callers."""
+        return _answer(lambda: tools.find_references(symbol, repo, limit))
+
+    @server.tool(annotations=READ_ONLY)
+    def read_code(
+        path: Annotated[str, Field(description="file path relative to the repo root, as the other tools "
+                                               "print it (an absolute path inside the repo works too)")],
+        repo: RepoArg = None,
+        start: Annotated[int, Field(ge=1, description="first line, 1-based")] = 1,
+        end: Annotated[int | None, Field(ge=1, description="last line, inclusive (default: to the end)")] = None,
+    ) -> Annotated[CallToolResult, CodeOutput]:
+        """Read numbered lines of an indexed file (at most 500 per call; the answer says where to
+        continue). Only files in the repo's index can be read."""
+        return _answer(lambda: tools.read_code(path, repo, start, end))
+
+    @server.tool(annotations=READ_ONLY)
+    def list_repos() -> Annotated[CallToolResult, ReposOutput]:
+        """List the indexed repositories: name, root folder, counts of files, symbols and
+        references, languages, when last indexed, and which one tools use when `repo` is left
+        out."""
+        return _answer(tools.list_repos)
+
+    return server
+
+
+def _warm_up(services: Services) -> None:
+    try:
+        services.retriever  # noqa: B018 - builds the retriever: loads the embedding model
+    except CodeQAError as exc:
+        log.warning("search is not ready: %s", exc)
+
+
+def main(argv: list[str] | None = None, prog: str = "codeqa mcp") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description="Serve CodeQA's tools to MCP clients "
+                                     "(coding agents, editors) over stdio.")
+    parser.add_argument("--repo", help="the repo tools use when a call does not name one "
+                                       "(default: the repo holding the working directory, or the only one)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        services = Services(Settings.from_env())
+    except CLI_ERRORS as exc:
+        return cli_exit(exc)
+    create_server(CodeTools(services, args.repo)).run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,581 @@
+"""Tree-sitter parsing: one query file per language, one generic walker for all of them.
+
+Each language's `queries/<lang>.scm` uses the same capture vocabulary (aider repo-map style):
+`@definition.<kind>` + `@name.definition.<kind>` (+ optional `@scope.definition.<kind>` for an
+owner that is not an enclosing node), `@name.reference.<call|new|type>` (+ optional
+`@qualifier.reference.<kind>`), `@module.import` and `@name.import`. Captures starting with `_`
+are helpers for predicates. Everything language-specific beyond the queries is data in
+`languages.LANGUAGES`.
+
+Qualified names join enclosing definitions with "."; C++ namespaces and Rust modules are not
+definitions, so they never appear in qualified names. Qualifiers normalise `::` and `->` to ".".
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path, PurePath
+from types import MappingProxyType
+
+from tree_sitter import Language, Node, Parser, Query, QueryCursor
+
+from codeqa.parsing.languages import CLASS_KINDS, FUNCTION_KINDS, LANGUAGES, LanguageSpec
+from codeqa.parsing.module_code import CodeChunk, module_chunks
+from codeqa.core.records import Reference
+
+QUERIES_DIR = Path(__file__).resolve().parent / "queries"
+
+REFERENCE_KINDS = ("new", "call", "type")  # precedence when one node is captured several ways
+
+_MAX_LINE_TEXT = 200
+# Rows stop this many definitions deep: a definition nested deeper is part of its enclosing
+# definitions' code, not a row of its own. Each row holds its definition's code, so without a
+# cap N nested functions store N rows of up to the whole file each (quadratic: 2,000 nested
+# JavaScript functions in 41 KB stored 10 MB); with it a file's rows hold at most
+# MAX_NESTING + 1 copies of any byte, and qualified names have at most MAX_NESTING + 1 parts.
+MAX_NESTING = 8
+MAX_NAME_CHARS = 200  # of a definition's name (a generated 10 KB identifier is not a name)
+_BODY_SEARCH_DEPTH = 3
+_QUALIFIER_RE = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*")
+_QUALIFIER_SEP_RE = re.compile(r"::|->")
+_GENERIC_ARGS_RE = re.compile(r"<[^<>]*>")
+_WHITESPACE_RE = re.compile(r"\s+")
+_BLOCK_COMMENT_OPEN_RE = re.compile(r"^/\*+!?")
+_BLOCK_COMMENT_CLOSE_RE = re.compile(r"\*+/$")
+_BLOCK_COMMENT_STAR_RE = re.compile(r"^\s*\*(?!/) ?")
+_LINE_COMMENT_RE = re.compile(r"^\s*(?://+!?|#+) ?")
+_IMPORT_QUOTES = "\"'<>`"
+_LICENSE_RE = re.compile(r"copyright|licen[cs]ed?\b|spdx-license", re.IGNORECASE)
+
+
+@dataclass
+class Definition:
+    """A named code symbol (function, method, class-like) with its source and context."""
+
+    kind: str
+    name: str
+    qualified_name: str
+    parent: str | None
+    signature: str
+    doc: str
+    code: str
+    start_line: int
+    end_line: int
+    method_signatures: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ParsedFile:
+    """Everything extracted from one source file."""
+
+    language: str
+    definitions: list[Definition]
+    references: list[Reference]
+    imports: list[str]
+    imported_names: list[str]
+    has_errors: bool
+    too_deep: int = 0  # definitions nested deeper than MAX_NESTING: no rows of their own
+    module_doc: str = ""  # the module docstring, or the header comment (licenses left out)
+    top_level_names: list[str] = field(default_factory=list)  # qualified names, in source order
+    module_code: list[CodeChunk] = field(default_factory=list)  # code outside every definition
+
+
+def parse_source(source: str, language: str, path: str = "") -> ParsedFile:
+    """Parse source text and extract definitions, references and imports.
+
+    `path` only selects a grammar variant (TSX for `.tsx`). Files with syntax errors still yield
+    whatever parses; `has_errors` tells the caller.
+    """
+    spec = LANGUAGES.get(language)
+    if spec is None:
+        raise ValueError(f"unsupported language: {language!r}")
+    variant = PurePath(path).suffix.lower() if path else ""
+    variant = variant if variant in spec.variants else ""
+    compiled = _compiled(language, variant)
+    src = source.encode("utf-8", "surrogatepass")
+    tree = _parser(language, variant).parse(src)
+    return _Extractor(spec, compiled, src, source).run(tree.root_node)
+
+
+# --- compiled grammar and query cache -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    """A language object, its query, and what each capture name means."""
+
+    language: Language
+    query: Query
+    roles: Mapping[str, tuple[str, str | None]]
+
+
+def query_source(language: str, variant: str = "") -> str:
+    """Concatenated .scm text for a language (and grammar variant)."""
+    spec = LANGUAGES[language]
+    names = spec.variants[variant].queries if variant else spec.queries
+    return "\n".join((QUERIES_DIR / name).read_text(encoding="utf-8") for name in names)
+
+
+@lru_cache(maxsize=None)
+def _compiled(language: str, variant: str) -> _Compiled:
+    """Build the Language and Query once per language/variant; QueryError surfaces here."""
+    spec = LANGUAGES[language]
+    grammar = spec.variants[variant].grammar if variant else spec.grammar
+    lang = Language(grammar())
+    query = Query(lang, query_source(language, variant))
+    roles = {
+        query.capture_name(i): _capture_role(query.capture_name(i))
+        for i in range(query.capture_count)
+    }
+    return _Compiled(lang, query, MappingProxyType(roles))
+
+
+_ROLE_PREFIXES = (
+    ("name.definition.", "def_name"),
+    ("scope.definition.", "scope"),
+    ("definition.", "def"),
+    ("name.reference.", "ref"),
+    ("qualifier.reference.", "qualifier"),
+)
+
+
+def _capture_role(name: str) -> tuple[str, str | None]:
+    """Map a capture name of the shared vocabulary to (role, kind)."""
+    if name.startswith("_"):
+        return ("ignore", None)
+    if name == "module.import":
+        return ("module", None)
+    if name == "name.import":
+        return ("import_name", None)
+    for prefix, role in _ROLE_PREFIXES:
+        if name.startswith(prefix):
+            return (role, name[len(prefix):])
+    raise ValueError(f"capture @{name} is not in the shared vocabulary")
+
+
+_thread_state = threading.local()
+
+
+def _parser(language: str, variant: str) -> Parser:
+    """One Parser per language and thread: parsers are cheap to keep but not thread-safe."""
+    parsers = getattr(_thread_state, "parsers", None)
+    if parsers is None:
+        parsers = _thread_state.parsers = {}
+    parser = parsers.get((language, variant))
+    if parser is None:
+        parser = parsers[(language, variant)] = Parser(_compiled(language, variant).language)
+    return parser
+
+
+# --- extraction -----------------------------------------------------------------------------------
+
+
+@dataclass
+class _RawDefinition:
+    pattern: int
+    kind: str
+    node: Node
+    name: Node
+    scope: Node | None
+
+
+@dataclass
+class _RawReference:
+    kind: str
+    node: Node
+    qualifier: str | None
+
+
+@dataclass
+class _Open:
+    """A definition being built, with the byte range used for nesting."""
+
+    definition: Definition
+    end_byte: int
+
+
+class _Extractor:
+    """Turns one tree's query matches into a ParsedFile."""
+
+    def __init__(self, spec: LanguageSpec, compiled: _Compiled, src: bytes, source: str) -> None:
+        self.spec = spec
+        self.compiled = compiled
+        self.src = src
+        self.source = source
+        self._lines: list[bytes] | None = None
+
+    def run(self, root: Node) -> ParsedFile:
+        raw_defs: dict[tuple[int, int], _RawDefinition] = {}
+        raw_refs: dict[tuple[int, int], _RawReference] = {}
+        modules: list[Node] = []
+        names: list[Node] = []
+        for pattern, captures in QueryCursor(self.compiled.query).matches(root):
+            self._collect(pattern, captures, raw_defs, raw_refs, modules, names)
+
+        definitions, spans, top_level, too_deep = self._definitions(raw_defs)
+        taken = {(d.name.start_byte, d.name.end_byte) for d in raw_defs.values()}
+        taken |= {(d.scope.start_byte, d.scope.end_byte) for d in raw_defs.values() if d.scope}
+        references = self._references(
+            [r for key, r in raw_refs.items() if key not in taken], spans
+        )
+        rows = [(d.start_line - 1, d.end_line - 1) for d in definitions]
+        module_doc, doc_rows = self._module_doc(root, {start for start, _ in rows})
+        lines = [line.rstrip("\r") for line in self.source.split("\n")]
+        return ParsedFile(
+            language=self.spec.name,
+            definitions=definitions,
+            references=references,
+            imports=self._texts(modules, strip=_IMPORT_QUOTES),
+            imported_names=self._texts(names),
+            has_errors=root.has_error,
+            too_deep=too_deep,
+            module_doc=module_doc,
+            top_level_names=top_level,
+            module_code=module_chunks(root, lines, rows, self.spec.comment_types, doc_rows),
+        )
+
+    # collection
+
+    def _collect(self, pattern: int, captures: dict[str, list[Node]],
+                 raw_defs: dict, raw_refs: dict, modules: list, names: list) -> None:
+        """Sort one match's captures into definitions, references and imports."""
+        roles = self.compiled.roles
+        by_role: dict[str, tuple[str | None, list[Node]]] = {}
+        for capture, nodes in captures.items():
+            role, kind = roles[capture]
+            by_role[role] = (kind, nodes)
+        if "def" in by_role and "def_name" in by_role:
+            kind, (node, *_) = by_role["def"]
+            name = by_role["def_name"][1][0]
+            scope = by_role["scope"][1][0] if "scope" in by_role else None
+            key = (node.start_byte, node.end_byte)
+            known = raw_defs.get(key)
+            if known is None or pattern < known.pattern:  # earlier patterns win on the same node
+                raw_defs[key] = _RawDefinition(pattern, kind, node, name, scope)
+        if "ref" in by_role:
+            kind, ref_nodes = by_role["ref"]
+            qualifier_nodes = by_role.get("qualifier", (None, []))[1]
+            qualifier = self._qualifier(qualifier_nodes[0]) if qualifier_nodes else None
+            for node in ref_nodes:
+                self._add_reference(raw_refs, _RawReference(kind, node, qualifier))
+        modules.extend(by_role.get("module", (None, []))[1])
+        names.extend(by_role.get("import_name", (None, []))[1])
+
+    @staticmethod
+    def _add_reference(raw_refs: dict, ref: _RawReference) -> None:
+        """Keep one reference per node: new beats call beats type; keep any qualifier seen."""
+        key = (ref.node.start_byte, ref.node.end_byte)
+        known = raw_refs.get(key)
+        if known is None:
+            raw_refs[key] = ref
+            return
+        if REFERENCE_KINDS.index(ref.kind) < REFERENCE_KINDS.index(known.kind):
+            known.kind = ref.kind
+        known.qualifier = known.qualifier or ref.qualifier
+
+    def _qualifier(self, node: Node) -> str | None:
+        """Simple dotted qualifiers only (`obj`, `pkg`, `a.b`, `Type`); calls etc. give None."""
+        text = _GENERIC_ARGS_RE.sub("", self._text(node))
+        if not _QUALIFIER_RE.fullmatch(text):
+            return None
+        return _QUALIFIER_SEP_RE.sub(".", text)
+
+    # definitions
+
+    def _definitions(self, raw_defs: dict[tuple[int, int], _RawDefinition]
+                     ) -> tuple[list[Definition], list[tuple[int, int, str]], list[str], int]:
+        """Nest definitions by byte range, then name, classify and describe each.
+
+        Returns the definitions, their byte spans, the qualified names of the top-level ones and
+        how many were nested deeper than MAX_NESTING (only counted: no rows of their own)."""
+        ordered = sorted(raw_defs.values(), key=lambda d: (d.node.start_byte, -d.node.end_byte))
+        stack: list[_Open] = []
+        definitions: list[Definition] = []
+        spans: list[tuple[int, int, str]] = []
+        too_deep = 0
+        top_level: list[str] = []
+        for raw in ordered:
+            while stack and stack[-1].end_byte <= raw.node.start_byte:
+                stack.pop()
+            if len(stack) > MAX_NESTING:
+                too_deep += 1
+                continue
+            definition = self._definition(raw, [o.definition for o in stack])
+            definitions.append(definition)
+            spans.append((raw.node.start_byte, raw.node.end_byte, definition.qualified_name))
+            if not stack:
+                top_level.append(definition.qualified_name)
+            stack.append(_Open(definition, raw.node.end_byte))
+        self._attach_method_signatures(definitions)
+        return definitions, spans, list(dict.fromkeys(top_level)), too_deep
+
+    def _definition(self, raw: _RawDefinition, enclosing: list[Definition]) -> Definition:
+        name = self._text(raw.name)[:MAX_NAME_CHARS]
+        scope = self._scope(raw.scope, name) if raw.scope is not None else None
+        inner = enclosing[-1] if enclosing else None
+        class_parent = next((d.qualified_name for d in reversed(enclosing)
+                             if d.kind in CLASS_KINDS), None)
+        if scope:
+            qualified, parent = f"{scope}.{name}", scope
+        else:
+            qualified = f"{inner.qualified_name}.{name}" if inner else name
+            parent = class_parent
+        owner = scope or (inner.qualified_name if inner and inner.kind in CLASS_KINDS else None)
+        kind = self._kind(raw.kind, name, owner)
+        outer, first, signature_start = self._extent(raw.node)
+        return Definition(
+            kind=kind,
+            name=name,
+            qualified_name=qualified,
+            parent=parent,
+            signature=self._signature(raw.node, signature_start, outer.end_byte),
+            doc=self._doc(raw.node, first),
+            code=self.src[first.start_byte:outer.end_byte].decode("utf-8", "replace"),
+            start_line=first.start_point.row + 1,
+            end_line=_end_line(outer),
+        )
+
+    def _kind(self, kind: str, name: str, owner: str | None) -> str:
+        """Functions owned by a class-like become methods, or constructors by name."""
+        if kind not in FUNCTION_KINDS or owner is None:
+            return kind
+        owner_name = owner.rsplit(".", 1)[-1]
+        if name in self.spec.constructor_names or (
+            self.spec.constructor_is_class_name and name == owner_name
+        ):
+            return "constructor"
+        return "method" if kind == "function" else kind
+
+    def _scope(self, node: Node, name: str) -> str | None:
+        """Owner name from a scope capture: `Foo::bar` -> `Foo`, `*Server[T]` -> `Server`."""
+        text = _GENERIC_ARGS_RE.sub("", self._text(node))
+        for sep in ("::", "."):
+            if text.endswith(sep + name):
+                text = text[: -len(sep + name)]
+        text = _QUALIFIER_SEP_RE.sub(".", text).strip("*& ")
+        return text or None
+
+    def _extent(self, node: Node) -> tuple[Node, Node, int]:
+        """(outermost wrapper, first node incl. prefixes, signature start byte)."""
+        outer, signature_start = node, node.start_byte
+        wrappers = self.spec.wrappers
+        while outer.parent is not None and outer.parent.type in wrappers and _sole_child_of_type(
+            outer.parent, outer.type
+        ):
+            outer = outer.parent
+            if wrappers[outer.type]:
+                signature_start = outer.start_byte
+        if signature_start == node.start_byte and self.spec.decorator_types:
+            undecorated = _start_after_decorators(node, self.spec.decorator_types)
+            signature_start = signature_start if undecorated is None else undecorated
+        first = outer
+        prev = first.prev_named_sibling
+        while prev is not None and prev.type in self.spec.prefix_types:
+            first, prev = prev, prev.prev_named_sibling
+        return outer, first, signature_start
+
+    def _signature(self, node: Node, start: int, end: int) -> str:
+        """Header text up to the body, whitespace collapsed; the first line if there is no body."""
+        body = _find_body(node, self.spec.body_types)
+        if body is not None:
+            text = self.src[start:body.start_byte].decode("utf-8", "replace")
+        else:
+            text = self.src[start:end].decode("utf-8", "replace").split("\n", 1)[0].rstrip(" \t{")
+        return _WHITESPACE_RE.sub(" ", text).strip()
+
+    def _doc(self, node: Node, first: Node) -> str:
+        if self.spec.doc_style == "docstring":
+            return self._docstring(node)
+        return self._leading_comments(first)
+
+    def _docstring(self, node: Node) -> str:
+        """First statement of the body when it is a plain string (Python docstring)."""
+        body = node.child_by_field_name("body")
+        statement = self._docstring_statement(body) if body is not None else None
+        return self._string_content(statement) if statement is not None else ""
+
+    def _docstring_statement(self, block: Node) -> Node | None:
+        """The block's first statement if it is a plain string, else None."""
+        statement = next((c for c in block.named_children
+                          if c.type not in self.spec.comment_types), None)
+        if statement is None or statement.type != "expression_statement":
+            return None
+        string = statement.named_children[0] if statement.named_child_count == 1 else None
+        return statement if string is not None and string.type == "string" else None
+
+    def _string_content(self, statement: Node) -> str:
+        string = statement.named_children[0]
+        content = "".join(self._text(c) for c in string.named_children
+                          if c.type == "string_content")
+        return inspect.cleandoc(content)
+
+    def _module_doc(self, root: Node, definition_rows: set[int]) -> tuple[str, list[int]]:
+        """The module's docstring or header comment, and the rows it takes.
+
+        The header is the comments before the first code, in blocks separated by blank lines;
+        license and copyright blocks are left out, and so is a block directly above a
+        definition (its doc), unless it is an inner doc (`//!`) that documents the module."""
+        if self.spec.doc_style == "docstring":
+            statement = self._docstring_statement(root)
+            if statement is None:
+                return "", []
+            rows = list(range(statement.start_point.row, _end_line(statement)))
+            return self._string_content(statement), rows
+        blocks: list[list[Node]] = []
+        first_code: Node | None = None
+        for child in root.named_children:
+            if child.type not in self.spec.comment_types:
+                first_code = child
+                break
+            if blocks and _end_line(blocks[-1][-1]) >= child.start_point.row:
+                blocks[-1].append(child)
+            else:
+                blocks.append([child])
+        texts: list[str] = []
+        rows: list[int] = []
+        for block in blocks:
+            text = inspect.cleandoc("\n".join(
+                line.rstrip() for c in block for line in _comment_lines(self._text(c))))
+            inner = self._text(block[0]).lstrip().startswith(self.spec.inner_doc_prefixes)
+            above_definition = (block is blocks[-1] and first_code is not None
+                                and _end_line(block[-1]) == first_code.start_point.row
+                                and first_code.start_point.row in definition_rows)
+            if not text or _LICENSE_RE.search(text) or (above_definition and not inner):
+                continue
+            texts.append(text)
+            rows += range(block[0].start_point.row, _end_line(block[-1]))
+        return "\n\n".join(texts), rows
+
+    def _leading_comments(self, first: Node) -> str:
+        """Comments directly above the definition (no blank line, not trailing other code)."""
+        comments: list[Node] = []
+        below_row = first.start_point.row
+        prev = first.prev_sibling
+        while prev is not None and prev.type in self.spec.comment_types:
+            if prev.end_point.row < below_row - 1 or _is_trailing(prev):
+                break
+            if self._text(prev).lstrip().startswith(self.spec.inner_doc_prefixes):
+                break
+            comments.append(prev)
+            below_row = prev.start_point.row
+            prev = prev.prev_sibling
+        lines = [line.rstrip() for c in reversed(comments)
+                 for line in _comment_lines(self._text(c))]
+        return inspect.cleandoc("\n".join(lines))
+
+    @staticmethod
+    def _attach_method_signatures(definitions: list[Definition]) -> None:
+        methods: dict[str, list[str]] = {}
+        for d in definitions:
+            if d.kind in ("method", "constructor") and d.parent is not None:
+                methods.setdefault(d.parent, []).append(d.signature)
+        for d in definitions:
+            if d.kind in CLASS_KINDS:
+                d.method_signatures = list(methods.get(d.qualified_name, []))
+
+    # references and imports
+
+    def _references(self, raw_refs: list[_RawReference],
+                    spans: list[tuple[int, int, str]]) -> list[Reference]:
+        """Attach the innermost enclosing definition by a sweep over start bytes."""
+        raw_refs.sort(key=lambda r: r.node.start_byte)
+        references: list[Reference] = []
+        open_spans: list[tuple[int, int, str]] = []
+        next_span = 0
+        for ref in raw_refs:
+            start = ref.node.start_byte
+            while next_span < len(spans) and spans[next_span][0] <= start:
+                while open_spans and open_spans[-1][1] <= spans[next_span][0]:
+                    open_spans.pop()
+                open_spans.append(spans[next_span])
+                next_span += 1
+            while open_spans and open_spans[-1][1] <= start:
+                open_spans.pop()
+            row, column = ref.node.start_point
+            line = self._line(row)
+            references.append(Reference(
+                name=self._text(ref.node),
+                kind=ref.kind,
+                qualifier=ref.qualifier,
+                line=row + 1,
+                column=_char_column(line, column),
+                text=line.decode("utf-8", "replace").strip()[:_MAX_LINE_TEXT],
+                enclosing=open_spans[-1][2] if open_spans else None,
+            ))
+        return references
+
+    def _texts(self, nodes: list[Node], strip: str = "") -> list[str]:
+        """Node texts in source order, each once."""
+        ordered = sorted(nodes, key=lambda n: n.start_byte)
+        return list(dict.fromkeys(self._text(n).strip(strip) for n in ordered))
+
+    def _text(self, node: Node) -> str:
+        return self.src[node.start_byte:node.end_byte].decode("utf-8", "replace")
+
+    def _line(self, row: int) -> bytes:
+        if self._lines is None:
+            self._lines = self.src.split(b"\n")
+        return self._lines[row] if row < len(self._lines) else b""
+
+
+def _sole_child_of_type(parent: Node, node_type: str) -> bool:
+    """A wrapper extends a definition only if it wraps no sibling definition of the same type."""
+    return sum(1 for c in parent.named_children if c.type == node_type) == 1
+
+
+def _start_after_decorators(node: Node, decorator_types: frozenset[str]) -> int | None:
+    """Start byte of the first leading token that is not inside an annotation/decorator."""
+    for child in node.children:
+        if child.type in decorator_types:
+            continue
+        if child.child_count and child.children[0].type in decorator_types:
+            start = _start_after_decorators(child, decorator_types)
+            if start is None:
+                continue
+            return start
+        return child.start_byte
+    return None
+
+
+def _find_body(node: Node, body_types: frozenset[str]) -> Node | None:
+    """Breadth-first search for the body node a few levels down (covers `const f = () => {}`)."""
+    level = [node]
+    for _ in range(_BODY_SEARCH_DEPTH):
+        level = [c for n in level for c in n.named_children]
+        for child in level:
+            if child.type in body_types:
+                return child
+    return None
+
+
+def _is_trailing(comment: Node) -> bool:
+    """A comment on the same line as preceding code documents that code, not what follows."""
+    prev = comment.prev_sibling
+    return prev is not None and _end_line(prev) - 1 == comment.start_point.row
+
+
+def _comment_lines(text: str) -> list[str]:
+    """Comment text without markers (`//`, `///`, `#`, `/** */`, leading `*`)."""
+    text = text.strip()
+    if text.startswith("/*"):
+        text = _BLOCK_COMMENT_CLOSE_RE.sub("", _BLOCK_COMMENT_OPEN_RE.sub("", text))
+        return [_BLOCK_COMMENT_STAR_RE.sub("", line) for line in text.split("\n")]
+    return [_LINE_COMMENT_RE.sub("", line) for line in text.split("\n")]
+
+
+def _end_line(node: Node) -> int:
+    """1-based last line; a node ending at column 0 ends on the previous line."""
+    row, column = node.end_point
+    return row if column == 0 and row > node.start_point.row else row + 1
+
+
+def _char_column(line: bytes, byte_column: int) -> int:
+    """1-based column in characters, not bytes."""
+    if line.isascii():
+        return byte_column + 1
+    return len(line[:byte_column].decode("utf-8", "replace")) + 1

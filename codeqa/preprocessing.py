@@ -1,0 +1,162 @@
+"""The indexing CLI: parse arguments, run the indexer, print what it did.
+
+    python preprocessing.py index /path/to/repo [--name NAME]    # or: codeqa index ...
+    python preprocessing.py list
+    python preprocessing.py remove NAME
+    python preprocessing.py watch /path/to/repo [--name NAME]   # index, then re-index on changes
+
+The work itself is `codeqa.indexing.indexer.index_repo` (and `live_index.watch_repo`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+
+from codeqa.core.config import Settings
+from codeqa.core.errors import CLI_ERRORS, cli_exit
+from codeqa.core.records import RepoInfo
+from codeqa.core.servers import yield_cpu
+from codeqa.indexing import create_tables as tables_mod
+from codeqa.indexing.index_lock import RepoLock
+from codeqa.indexing.indexer import IndexReport, index_repo
+from codeqa.parsing.treesitter import MAX_NESTING
+from codeqa.services import Services
+
+def _format_report(report: IndexReport) -> str:
+    lines = [f"note: {notice}" for notice in report.notices]
+    lines += [f"Indexed {report.name} ({report.root})",
+             f"  files: {report.added} added, {report.changed} changed, {report.deleted} deleted, "
+             f"{report.unchanged} unchanged"]
+    if report.files_by_language:
+        langs = ", ".join(f"{lang} {n}" for lang, n in sorted(report.files_by_language.items()))
+        lines.append(f"  by language: {langs}")
+    lines.append(f"  rows: {report.methods} methods, {report.classes} classes, {report.docs} doc sections, "
+                 f"{sum(report.files_by_language.values())} files, {report.modules} module-code chunks; "
+                 f"{report.references} references ({report.references_updated} rows updated); "
+                 f"{report.embedded} texts embedded")
+    if report.vectors_pending:
+        lines.append(f"  {report.vectors_pending} of {report.rows} rows have no vector yet (found by their text "
+                     "until the next run embeds them)")
+    for reason, count in report.skipped.most_common():
+        examples = ", ".join(report.skipped_examples.get(reason, [])[:3])
+        lines.append(f"  skipped {count} {reason}" + (f" (e.g. {examples})" if examples else ""))
+    if report.non_utf8:
+        lines.append(f"  {report.non_utf8} files were not UTF-8 and were decoded with replacement characters")
+    for encoding, count in sorted(report.bom_decoded.items()):
+        lines.append(f"  {count} files were {encoding.upper()} (by their byte-order mark) and were decoded as such")
+    if report.syntax_errors:
+        lines.append(f"  {len(report.syntax_errors)} files have syntax errors (indexed what parsed), "
+                     f"e.g. {', '.join(report.syntax_errors[:3])}")
+    if report.too_deep:
+        lines.append(f"  {sum(report.too_deep.values())} definitions nested more than {MAX_NESTING} deep are "
+                     f"part of their enclosing definition's row, e.g. in {', '.join(list(report.too_deep)[:3])}")
+    timings = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in report.timings.items())
+    lines.append(f"  time: {timings}")
+    return "\n".join(lines)
+
+
+def _format_repos(repos: list[RepoInfo]) -> str:
+    if not repos:
+        return "No repos indexed yet: python preprocessing.py index /path/to/repo"
+    lines = []
+    for info in repos:
+        stats = info.stats
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.indexed_at)) if info.indexed_at else "never"
+        lines.append(f"{info.name}\t{info.root}\n  {stats.files} files, {stats.methods} methods, "
+                     f"{stats.classes} classes, {stats.docs} docs, "
+                     f"{stats.references} references; model {info.embedding_model} "
+                     f"({info.embedding_dim}-d); last indexed {when}"
+                     + (f"; {stats.embedded_percent}% embedded" if stats.embedded_percent < 100 else ""))
+    return "\n".join(lines)
+
+
+def build_parser(prog: str = "preprocessing.py") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Index code repositories for CodeQA.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log per-file details")
+    commands = parser.add_subparsers(dest="command", required=True)
+    index = commands.add_parser("index", help="index a repo (first run: everything; later: only what changed)")
+    index.add_argument("path", help="the repository's root directory")
+    index.add_argument("--name", help="name to index it under (default: the folder name)")
+    index.add_argument("--rebuild", action="store_true",
+                       help="index from scratch into new tables, then switch to them (needed after "
+                            "changing the embedding model); searches use the old index meanwhile")
+    index.add_argument("--no-progress", action="store_true", help="no progress bar")
+    watch = commands.add_parser("watch", help="index a repo, then keep its index fresh: re-index after "
+                                "every burst of file changes until Ctrl-C")
+    watch.add_argument("path", help="the repository's root directory")
+    watch.add_argument("--name", help="name to index it under (default: the folder name)")
+    watch.add_argument("--no-progress", action="store_true", help="no progress bar for the first run")
+    commands.add_parser("list", help="list indexed repos")
+    remove = commands.add_parser("remove", help="delete a repo's index")
+    remove.add_argument("name")
+    for command in (index, remove):
+        command.add_argument("--wait", type=_seconds, default=0.0, metavar="SECONDS",
+                             help="if another run is indexing this repo, wait up to this long for it "
+                                  "(default: stop at once with exit status 75)")
+    return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86_400:
+        raise argparse.ArgumentTypeError(f"expected seconds from 0 to 86400, got {text!r}")
+    return value
+
+
+def _watch(args: argparse.Namespace, services: Services) -> None:
+    """`watch`: the first run's full report, then one line per re-index."""
+    from codeqa.indexing.live_index import format_changes, format_run, watch_repo  # watchfiles: only for `watch`
+
+    first = True
+
+    def on_run(report: IndexReport) -> None:
+        nonlocal first
+        if first:
+            print(_format_report(report))
+            print(f"Watching {report.root} for changes (Ctrl-C to stop)", flush=True)
+            first = False
+        else:
+            print(format_run(report), flush=True)
+
+    watch_repo(args.path, services.settings, services.db, name=args.name,
+               on_changes=lambda paths: print(format_changes(paths), flush=True), on_run=on_run,
+               progress=False if args.no_progress else None)
+
+
+def main(argv: list[str] | None = None, prog: str = "preprocessing.py") -> int:
+    """The CLI (`codeqa` runs it with its own `prog`); returns the exit status."""
+    args = build_parser(prog).parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        services = Services(Settings.from_env())
+        if args.command in ("index", "watch"):
+            yield_cpu(services.settings.background_niceness)  # searches of a running web app go first
+        if args.command == "index":
+            report = index_repo(args.path, services.settings, name=args.name, rebuild=args.rebuild,
+                                progress=False if args.no_progress else None, db=services.db, wait=args.wait)
+            print(_format_report(report))
+        elif args.command == "watch":
+            _watch(args, services)
+        elif args.command == "list":
+            print(_format_repos(services.repos()))
+        else:
+            with RepoLock(services.db, args.name, "remove").held(args.wait):
+                info = tables_mod.remove_repo(services.db, args.name)
+            print(f"Removed {info.name} ({info.root}).")
+    except CLI_ERRORS as exc:
+        return cli_exit(exc)
+    except KeyboardInterrupt:
+        print("interrupted: the index is consistent; rerun to finish", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

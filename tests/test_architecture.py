@@ -1,0 +1,105 @@
+"""The package's layers: data flows one way, and no module imports itself back in a cycle.
+
+    core → parsing → indexing → llm → search → chat → services → faces
+
+A module may import its own layer and the layers below it, never one above (imports inside
+functions count too: a lazy import is still a dependency). Module-level imports form no
+cycle. `docs/architecture.md` draws the same picture.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "codeqa"
+LAYERS = ["core", "parsing", "indexing", "llm", "search", "chat", "services", "faces"]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer_of(module: str) -> str:
+    """`codeqa.search.ranking` → search; `codeqa.services` → services; other top modules are faces."""
+    parts = module.split(".")
+    if len(parts) > 2 or parts[1:] == ["services"]:
+        return parts[1]
+    return "faces"
+
+
+def imports(path: Path) -> tuple[set[str], set[str]]:
+    """(module-level, all) `codeqa` modules a file imports; `if TYPE_CHECKING:` blocks don't count."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    type_only = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
+                 and getattr(block.test, "id", None) == "TYPE_CHECKING" for node in ast.walk(block)}
+    top_level = {id(node) for node in tree.body}
+    every, at_top = set(), set()
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # `from codeqa.indexing import create_tables` imports a module, not a name
+            names = [f"{node.module}.{alias.name}" if (PACKAGE.parent / f"{node.module}.{alias.name}".replace(
+                ".", "/")).with_suffix(".py").exists() else node.module for alias in node.names]
+        found = {name for name in names if name == "codeqa" or name.startswith("codeqa.")}
+        every |= found
+        if id(node) in top_level:
+            at_top |= found
+    return at_top, every
+
+
+MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_module_imports_only_its_own_layer_and_those_below(module):
+    if module in ("codeqa", "codeqa.__main__"):
+        return  # the public API and `python -m codeqa` sit above every layer
+    own = LAYERS.index(layer_of(module))
+    _, every = imports(MODULES[module])
+    above = sorted(name for name in every if name in MODULES and LAYERS.index(layer_of(name)) > own)
+    assert not above, f"{module} ({LAYERS[own]}) imports from a higher layer: {above}"
+
+
+@pytest.mark.unit
+def test_no_import_cycles_at_module_level():
+    graph = {module: {name for name in imports(path)[0] if name in MODULES and name != "codeqa"}
+             for module, path in MODULES.items()}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for dependency in sorted(graph[module]):
+            if state.get(dependency) == 1:
+                cycle = path[path.index(dependency):] + [dependency]
+                pytest.fail("import cycle: " + " → ".join(cycle))
+            if dependency not in state:
+                visit(dependency, [*path, dependency])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+
+
+@pytest.mark.unit
+def test_the_checker_sees_a_cycle_and_a_layer_breach(tmp_path):
+    """The two checks above can fail: a made-up pair of modules trips both."""
+    low = tmp_path / "low.py"
+    low.write_text("from codeqa.services import Services\n")
+    at_top, every = imports(low)
+    assert at_top == every == {"codeqa.services"}
+    assert LAYERS.index(layer_of("codeqa.services")) > LAYERS.index(layer_of("codeqa.core.config"))
+    lazy = tmp_path / "lazy.py"
+    lazy.write_text("def f():\n    from codeqa.chat import answer\n")
+    assert imports(lazy) == (set(), {"codeqa.chat.answer"})
