@@ -8,15 +8,27 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
 REPO ?= tests/fixtures/sample_repo
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup browser run index serve test test-fast bench eval eval-full clean
+.PHONY: setup setup-dev browser run index serve test test-fast bench eval eval-full clean
 
+# The runtime (`make run`): requirements.txt, no torch. The tests, benchmarks and evals add
+# requirements-dev.txt, which brings the train extra (torch, sentence-transformers) too.
 setup: $(VENV)/.installed
+setup-dev: $(VENV)/.installed-dev
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
+$(VENV)/.installed: requirements.txt pyproject.toml
+	@echo "setup: creating $(VENV) and installing CodeQA's runtime from requirements.txt"
+	@echo "setup: llama-cpp-python compiles llama.cpp the first time (about 8 minutes on 2 cores)"
 	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -r requirements.txt
+	@echo "setup: installing the codeqa package from this checkout (editable; the \`codeqa\` command)"
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt requirements-train.txt
+	@echo "setup-dev: torch's CPU wheel first (an unpinned resolve pulls several GB of CUDA packages)"
 	$(PY) -m pip install --quiet torch==2.13.0
+	@echo "setup-dev: the train extra and the test, eval and benchmark tools (requirements-dev.txt)"
 	$(PY) -m pip install --quiet -r requirements-dev.txt
-	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .  # the `codeqa` command, from this checkout
 	touch $@
 
 # The browser tests drive Debian's Chromium (Playwright's own browser download can't work offline).
@@ -33,13 +45,14 @@ serve: setup
 
 run: index serve
 
-test: setup browser
+test: setup-dev browser
 	$(PY) -m pytest
 
-test-fast: setup
+test-fast: setup-dev
 	$(PY) -m pytest -m unit
 
-bench: setup
+bench: setup-dev
+	$(PY) bench/embed_bench.py
 	$(PY) bench/index_bench.py
 	$(PY) bench/search_bench.py
 	$(PY) bench/load_bench.py
@@ -49,11 +62,11 @@ bench: setup
 # Both evals (eval/README.md). The realistic one fetches its repositories from GitHub, or reads
 # local bare mirrors from CODEQA_EVAL_MIRROR; its per-commit index snapshots live in
 # CODEQA_EVAL_CACHE (default ~/.cache/codeqa-eval) and are reused by every later run.
-eval: setup
+eval: setup-dev
 	$(PY) eval/run_eval.py --by-kind
 	$(PY) eval/realistic/run.py --quick
 
-eval-full: setup
+eval-full: setup-dev
 	$(PY) eval/run_eval.py --by-kind
 	$(PY) eval/realistic/run.py
 

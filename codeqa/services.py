@@ -27,19 +27,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import lancedb
 
-from codeqa.indexing import create_tables
-from codeqa.chat.answer import ChatBudget, ChatService
-from codeqa.chat.chat_store import ChatStore
 from codeqa.core.config import Settings
-from codeqa.chat.context import ContextBuilder
-from codeqa.llm.client import LLMClient
 from codeqa.core.records import RepoInfo
-from codeqa.chat.resolver import CommandResolver
+from codeqa.indexing import create_tables
 from codeqa.search.retrieval import Retriever
+
+if TYPE_CHECKING:  # the chat parts are imported when first built: a CLI search never loads them
+    from codeqa.chat.answer import ChatBudget, ChatService
+    from codeqa.chat.chat_store import ChatStore
+    from codeqa.chat.context import ContextBuilder
+    from codeqa.chat.resolver import CommandResolver
+    from codeqa.llm.client import LLMClient
 
 T = TypeVar("T")
 
@@ -49,7 +51,7 @@ class Services:
 
     def __init__(self, settings: Settings, chat_budget: ChatBudget | None = None) -> None:
         self.settings = settings
-        self.chat_budget = chat_budget or ChatBudget.from_settings(settings)
+        self.chat_budget = chat_budget  # None: ChatBudget.from_settings(settings), when the chat is built
         self._lock = threading.RLock()
         self._parts: dict[str, object] = {}
 
@@ -67,33 +69,45 @@ class Services:
     @property
     def llm(self) -> LLMClient:
         """The OpenAI-compatible client; the embedded llama.cpp server starts on its first call."""
+        from codeqa.llm.client import LLMClient
+
         return self._part("llm", lambda: LLMClient(self.settings))
 
     @property
     def retriever(self) -> Retriever:
-        """Search (`retriever.search(repo, question, SearchOptions(...))`); loads the embedder."""
-        return self._part("retriever", lambda: Retriever(self.settings, llm=self.llm, db=self.db))
+        """Search (`retriever.search(repo, question, SearchOptions(...))`); loads the embedder.
+        It shares the LLM client, built only if a search asks the LLM (HyDE)."""
+        return self._part("retriever", lambda: Retriever(self.settings, llm=lambda: self.llm, db=self.db))
 
     @property
     def commands(self) -> CommandResolver:
         """The chat's @-commands (@definition, @references, @file, @symbols-at) on the index."""
+        from codeqa.chat.resolver import CommandResolver
+
         return self._part("commands", lambda: CommandResolver(self.db))
 
     @property
     def context(self) -> ContextBuilder:
         """A message (commands + @codebase search) packed into an LLM's context."""
+        from codeqa.chat.context import ContextBuilder
+
         return self._part("context", lambda: ContextBuilder(self.retriever, self.commands))
 
     @property
     def store(self) -> ChatStore:
         """Per-user chat history and context in Redis (the embedded one unless REDIS_URL is set)."""
+        from codeqa.chat.chat_store import ChatStore
+
         return self._part("store", lambda: ChatStore.connect(
             self.settings.redis_url, self.settings.data_dir, ttl_seconds=self.settings.history_ttl_seconds))
 
     @property
     def chat(self) -> ChatService:
         """One chat turn as a stream of events."""
-        return self._part("chat", lambda: ChatService(self.context, self.store, self.llm, self.chat_budget))
+        from codeqa.chat.answer import ChatBudget, ChatService
+
+        budget = self.chat_budget or ChatBudget.from_settings(self.settings)
+        return self._part("chat", lambda: ChatService(self.context, self.store, self.llm, budget))
 
     def repos(self) -> list[RepoInfo]:
         """Every indexed repo, by name."""

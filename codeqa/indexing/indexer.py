@@ -313,7 +313,8 @@ def _index_locked(root_path: Path, settings: Settings, name: str, rebuild: bool,
         walked = walk_repo(root_path, settings.max_file_bytes)
     if existing and not rebuild and existing.index_version != tables_mod.INDEX_VERSION:
         report.notices.append(f"{name} was indexed by another version of CodeQA (index format "
-                              f"{existing.index_version}); re-indexing it from scratch.")
+                              f"{existing.index_version}, now {tables_mod.INDEX_VERSION}: new embedder or "
+                              "layout); re-indexing it from scratch.")
         rebuild = True
     previous = None
     if existing and not rebuild:

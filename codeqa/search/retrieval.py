@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every hybrid query otherwise; read at import
 import lancedb
@@ -36,11 +36,13 @@ from codeqa.llm import prompts
 from codeqa.core.config import Settings
 from codeqa.indexing.create_tables import sql_like_escape, sql_quote
 from codeqa.indexing.embeddings import get_embedder
-from codeqa.core.errors import CodeQAError, is_valid_unicode
+from codeqa.core.errors import CodeQAError, LLMUnavailable, is_valid_unicode
 from codeqa.parsing.languages import DOC_KIND, DOC_LANGUAGES, FILE_KIND, INDEXED_EXTENSIONS, LANGUAGES, ROLES
-from codeqa.llm.client import LLMClient, LLMUnavailable
 from codeqa.search.ranking import (DEFINITION_FILES, FileHit, LinearRanker, default_ranker, default_symbol_ranker,
                      definition_features, hits_in_file_order, rank_definitions, rank_files)
+
+if TYPE_CHECKING:
+    from codeqa.llm.client import LLMClient
 
 MAX_QUERY_CHARS = 20_000
 MAX_K = 50  # results one search may return (the CLI, the API and the chat alike)
@@ -323,10 +325,13 @@ def _where(options: SearchOptions) -> str | None:
 class Retriever:
     """Loads the embedder, LLM client and reranker once; `search()` is safe to call from threads.
 
-    `file_ranker` and `symbol_ranker` replace the shipped models (`models/*.json`): the eval's
-    ablation refits them without a group of features."""
+    `llm` is a client, or a function that returns one when a search first asks the LLM (HyDE is
+    off by default, so most processes never import the OpenAI client). `file_ranker` and
+    `symbol_ranker` replace the shipped models (`models/*.json`): the eval's ablation refits
+    them without a group of features."""
 
-    def __init__(self, settings: Settings, llm: LLMClient | None = None, threads: int | None = 1,
+    def __init__(self, settings: Settings, llm: LLMClient | Callable[[], LLMClient] | None = None,
+                 threads: int | None = 1,
                  db: lancedb.DBConnection | None = None, file_ranker: LinearRanker | None = None,
                  symbol_ranker: LinearRanker | None = None) -> None:
         self.settings = settings
@@ -348,9 +353,13 @@ class Retriever:
 
     @property
     def llm(self) -> LLMClient:
+        from codeqa.llm.client import LLMClient
+
         with self._lock:
             if self._llm is None:
                 self._llm = LLMClient(self.settings)
+            elif not isinstance(self._llm, LLMClient):
+                self._llm = self._llm()
             return self._llm
 
     def reranker(self):
