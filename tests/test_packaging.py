@@ -82,7 +82,7 @@ def test_the_wheel_holds_only_the_codeqa_package_and_its_data(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert {name.split("/")[0] for name in names} == {"codeqa", f"codeqa-{codeqa.__version__}.dist-info"}
     data = {name for name in names if not name.endswith(".py") and name.startswith("codeqa/")}
-    shipped = {str(path.relative_to(ROOT)) for folder in ("parsing/queries", "search/models", "templates", "static")
+    shipped = {str(path.relative_to(ROOT)) for folder in ("parsing/queries", "search/models", "indexing/models", "templates", "static")
                for path in (ROOT / "codeqa" / folder).rglob("*") if path.is_file()}
     assert shipped and shipped <= data
     entry_points = zipfile.ZipFile(wheel).read(f"codeqa-{codeqa.__version__}.dist-info/entry_points.txt").decode()
