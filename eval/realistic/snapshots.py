@@ -3,7 +3,7 @@
 Each repository has one live index (`<cache>/index/v<N>/<owner>+<name>/`, N the index layout,
 `create_tables.INDEX_VERSION`, so the snapshots of another layout stay as they were), moved
 from one item's pre-fix commit to the next by the product's incremental indexer
-(`preprocessing.index_repo`, embedding through the cache of `vector_cache.py`). After each
+(`indexer.index_repo`, embedding through the cache of `vector_cache.py`). After each
 commit the live LanceDB directory is copied into
 `<cache>/snapshots/v<N>/<owner>+<name>/<commit>/lancedb` with hard links: a copy costs inodes, not
 bytes, for every file the next commits leave alone. That is safe because Lance never rewrites

@@ -14,7 +14,7 @@ A key is (model, sha256 of the exact text embedded). The model part is the embed
 cut at another length is another vector, while the index records only the `model_id`. So a
 harvest files vectors under the configured embedder: harvest a cache with the max tokens its
 snapshots were indexed with. The indexer stores the same sha256 as every row's `text_hash`
-(`create_tables.prepare_row` hashes `embedding_text(row)`, which is what `preprocessing.fill_vectors`
+(`create_tables.prepare_row` hashes `embedding_text(row)`, which is what `indexer.fill_vectors`
 embeds), so the vectors of existing snapshots can be harvested without their texts.
 """
 
