@@ -19,9 +19,7 @@ from codeqa.core.config import Settings
 from codeqa.core.errors import CLI_ERRORS, cli_exit
 from codeqa.core.records import RepoInfo
 from codeqa.core.servers import yield_cpu
-from codeqa.indexing import create_tables as tables_mod
-from codeqa.indexing.index_lock import RepoLock
-from codeqa.indexing.indexer import IndexReport, index_repo
+from codeqa.indexing.indexer import IndexReport, index_repo, remove_repo
 from codeqa.parsing.treesitter import MAX_NESTING
 from codeqa.services import Services
 
@@ -147,8 +145,7 @@ def main(argv: list[str] | None = None, prog: str = "preprocessing.py") -> int:
         elif args.command == "list":
             print(_format_repos(services.repos()))
         else:
-            with RepoLock(services.db, args.name, "remove").held(args.wait):
-                info = tables_mod.remove_repo(services.db, args.name)
+            info = remove_repo(services.db, args.name, args.wait)
             print(f"Removed {info.name} ({info.root}).")
     except CLI_ERRORS as exc:
         return cli_exit(exc)

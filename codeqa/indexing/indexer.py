@@ -301,6 +301,13 @@ def index_repo(root: str | Path, settings: Settings, name: str | None = None,
                              embedder or get_embedder(settings))
 
 
+def remove_repo(db: lancedb.DBConnection, name: str, wait: float = 0.0) -> RepoInfo:
+    """Delete a repo's index, under its lock so no index run is writing it meanwhile (wait up to
+    `wait` seconds for one, then `IndexBusyError`); returns what was removed."""
+    with RepoLock(db, name, "remove").held(wait):
+        return tables_mod.remove_repo(db, name)
+
+
 def _index_locked(root_path: Path, settings: Settings, name: str, rebuild: bool, progress: bool | None,
                   db: lancedb.DBConnection, lock: RepoLock, started: float, embedder: Embedder) -> IndexReport:
     """The run itself, under the repo's lock."""
