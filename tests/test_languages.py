@@ -118,7 +118,7 @@ def test_families_group_languages_that_call_each_other() -> None:
 
 
 def test_constructor_calls_come_from_the_table() -> None:
-    assert CONSTRUCTOR_CALLS == {"__init__", "constructor", "new"}
+    assert CONSTRUCTOR_CALLS == {"__init__", "constructor", "new", "initialize", "__construct", "init"}
 
 
 def test_every_extension_belongs_to_one_language_and_is_indexed() -> None:

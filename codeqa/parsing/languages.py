@@ -17,14 +17,26 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 from types import MappingProxyType
 
+import tree_sitter_bash
 import tree_sitter_c
+import tree_sitter_c_sharp
 import tree_sitter_cpp
+import tree_sitter_dart
+import tree_sitter_elixir
 import tree_sitter_go
+import tree_sitter_haskell
 import tree_sitter_java
 import tree_sitter_javascript
+import tree_sitter_kotlin
+import tree_sitter_lua
+import tree_sitter_php
 import tree_sitter_python
+import tree_sitter_ruby
 import tree_sitter_rust
+import tree_sitter_scala
+import tree_sitter_swift
 import tree_sitter_typescript
+import tree_sitter_zig
 
 # --- Kinds of definitions ------------------------------------------------------------------------
 
@@ -40,7 +52,10 @@ CALLABLE_KINDS = FUNCTION_KINDS | {MACRO_KIND}
 # Reading one is not recorded as a use (only calls, instantiations and type uses are).
 VALUE_KINDS = frozenset({"constant", "variable"})
 # Class-like kinds: they own methods and collect their signatures.
-CLASS_KINDS = frozenset({"class", "interface", "enum", "record", "struct", "union", "trait", "impl"})
+# A `namespace` is a module that is itself a definition (Ruby `module`, Elixir `defmodule`);
+# C++, C# and PHP namespaces and Java/Kotlin/Scala packages are not definitions at all.
+CLASS_KINDS = frozenset({"class", "interface", "enum", "record", "struct", "union", "trait", "impl",
+                         "namespace"})
 # Class-like kinds whose name can be instantiated (`Foo()`, `new Foo()`, `Foo{}`).
 INSTANTIABLE_KINDS = frozenset({"class", "struct", "record", "enum", "union"})
 DOC_KIND = "doc"  # a docs section, stored in the classes table
@@ -84,8 +99,12 @@ class LanguageSpec:
     # Wrapper node type -> whether its text belongs to the signature (`export`, `type`, templates
     # do; Python decorators don't). A wrapper extends the definition's range when it holds only it.
     wrappers: Mapping[str, bool] = field(default_factory=dict)
-    # Preceding sibling node types that belong to the next definition (Rust `#[derive(..)]`).
+    # Preceding sibling node types that belong to the next definition (Rust `#[derive(..)]`,
+    # a Haskell type signature).
     prefix_types: frozenset[str] = frozenset()
+    # Following sibling node types that belong to the definition before them (Dart's grammar
+    # puts a method's body beside its signature).
+    suffix_types: frozenset[str] = frozenset()
     # Annotation/decorator nodes inside a definition: part of its code, not of its signature.
     decorator_types: frozenset[str] = frozenset()
     # A function with one of these names inside a class-like is its constructor.
@@ -192,6 +211,116 @@ LANGUAGES: dict[str, LanguageSpec] = {
             body_types=_C_BODY_TYPES,
             family="c",
             wrappers=MappingProxyType({"template_declaration": True}),
+            constructor_is_class_name=True,
+        ),
+        LanguageSpec(
+            name="csharp",
+            extensions=(".cs",),
+            grammar=tree_sitter_c_sharp.language,
+            queries=("csharp.scm",),
+            body_types=frozenset({"declaration_list", "block", "enum_member_declaration_list",
+                                  "arrow_expression_clause"}),
+            prefix_types=frozenset({"attribute_list"}),
+            decorator_types=frozenset({"attribute_list"}),
+        ),
+        LanguageSpec(
+            name="ruby",
+            extensions=(".rb", ".rake", ".gemspec"),
+            grammar=tree_sitter_ruby.language,
+            queries=("ruby.scm",),
+            body_types=frozenset({"body_statement"}),
+            constructor_names=frozenset({"initialize"}),
+            factory_names=frozenset({"new"}),  # Foo.new(...) runs Foo#initialize
+        ),
+        LanguageSpec(
+            name="php",
+            extensions=(".php",),
+            grammar=tree_sitter_php.language_php,
+            queries=("php.scm",),
+            body_types=frozenset({"compound_statement", "declaration_list", "enum_declaration_list"}),
+            prefix_types=frozenset({"attribute_list"}),
+            decorator_types=frozenset({"attribute_list"}),
+            constructor_names=frozenset({"__construct"}),
+        ),
+        LanguageSpec(
+            name="kotlin",
+            extensions=(".kt", ".kts"),
+            grammar=tree_sitter_kotlin.language,
+            queries=("kotlin.scm",),
+            body_types=frozenset({"class_body", "function_body", "enum_class_body"}),
+            family="java",
+            comment_types=frozenset({"line_comment", "block_comment"}),
+            decorator_types=frozenset({"annotation"}),
+        ),
+        LanguageSpec(
+            name="swift",
+            extensions=(".swift",),
+            grammar=tree_sitter_swift.language,
+            queries=("swift.scm",),
+            body_types=frozenset({"class_body", "function_body", "protocol_body", "enum_class_body"}),
+            comment_types=frozenset({"comment", "multiline_comment"}),
+            decorator_types=frozenset({"attribute"}),
+            constructor_names=frozenset({"init"}),
+        ),
+        LanguageSpec(
+            name="scala",
+            extensions=(".scala", ".sc"),
+            grammar=tree_sitter_scala.language,
+            queries=("scala.scm",),
+            body_types=frozenset({"template_body", "block", "indented_block", "enum_body"}),
+            family="java",
+            comment_types=frozenset({"comment", "block_comment"}),
+            decorator_types=frozenset({"annotation"}),
+        ),
+        LanguageSpec(
+            name="bash",
+            extensions=(".sh", ".bash", ".zsh", ".ksh"),
+            grammar=tree_sitter_bash.language,
+            queries=("bash.scm",),
+            body_types=frozenset({"compound_statement"}),
+        ),
+        LanguageSpec(
+            name="lua",
+            extensions=(".lua",),
+            grammar=tree_sitter_lua.language,
+            queries=("lua.scm",),
+            body_types=frozenset({"block"}),
+            factory_names=frozenset({"new"}),  # RateLimiter.new(...) by convention
+        ),
+        LanguageSpec(
+            name="elixir",
+            extensions=(".ex", ".exs"),
+            grammar=tree_sitter_elixir.language,
+            queries=("elixir.scm",),
+            body_types=frozenset({"do_block"}),
+        ),
+        LanguageSpec(
+            name="haskell",
+            extensions=(".hs", ".lhs"),
+            grammar=tree_sitter_haskell.language,
+            queries=("haskell.scm",),
+            body_types=frozenset({"class_declarations", "instance_declarations"}),
+            comment_types=frozenset({"comment", "haddock"}),
+            prefix_types=frozenset({"signature"}),
+        ),
+        LanguageSpec(
+            name="zig",
+            extensions=(".zig",),
+            grammar=tree_sitter_zig.language,
+            queries=("zig.scm",),
+            body_types=frozenset({"block", "struct_declaration", "enum_declaration",
+                                  "union_declaration"}),
+            factory_names=frozenset({"init"}),  # Ledger.init() by convention
+        ),
+        LanguageSpec(
+            name="dart",
+            extensions=(".dart",),
+            grammar=tree_sitter_dart.language,
+            queries=("dart.scm",),
+            body_types=frozenset({"class_body", "function_body", "enum_body", "block"}),
+            comment_types=frozenset({"comment", "documentation_comment"}),
+            suffix_types=frozenset({"function_body"}),
+            decorator_types=frozenset({"annotation"}),
             constructor_is_class_name=True,
         ),
     )

@@ -3,8 +3,9 @@
 Each language's `queries/<lang>.scm` uses the same capture vocabulary (aider repo-map style):
 `@definition.<kind>` + `@name.definition.<kind>` (+ optional `@scope.definition.<kind>` for an
 owner that is not an enclosing node), `@name.reference.<call|new|type>` (+ optional
-`@qualifier.reference.<kind>`), `@module.import` and `@name.import`. Captures starting with `_`
-are helpers for predicates. Everything language-specific beyond the queries is data in
+`@qualifier.reference.<kind>`), `@module.import` and `@name.import`, and `@doc` for a documentation
+node matched together with its definition (Elixir's `@doc`, Julia's docstrings) where comments
+above it are not the convention. Captures starting with `_` are helpers for predicates. Everything language-specific beyond the queries is data in
 `languages.LANGUAGES`.
 
 Qualified names join enclosing definitions with "."; C++ namespaces and Rust modules are not
@@ -45,11 +46,17 @@ _QUALIFIER_RE = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*")
 _QUALIFIER_SEP_RE = re.compile(r"::|->")
 _GENERIC_ARGS_RE = re.compile(r"<[^<>]*>")
 _WHITESPACE_RE = re.compile(r"\s+")
-_BLOCK_COMMENT_OPEN_RE = re.compile(r"^/\*+!?")
-_BLOCK_COMMENT_CLOSE_RE = re.compile(r"\*+/$")
+# Comment markers of every language in the table: block comments `/* */`, OCaml `(* *)`,
+# Haskell `{- -}` and Lua `--[[ ]]`; line comments `//`, `#`, `--` (Haskell's `-- |` and Lua's
+# `---` doc markers included) and `;`.
+_BLOCK_COMMENT_OPEN_RE = re.compile(r"^(?:/\*+!?|\(\*+|\{-+\s*\|?|--\[=*\[)")
+_BLOCK_COMMENT_CLOSE_RE = re.compile(r"(?:\*+/|\*+\)|-+\}|\]=*\])$")
 _BLOCK_COMMENT_STAR_RE = re.compile(r"^\s*\*(?!/) ?")
-_LINE_COMMENT_RE = re.compile(r"^\s*(?://+!?|#+) ?")
+_SHEBANG_RE = re.compile(r"\A#!.*\n?")  # `#!/usr/bin/env bash`: how to run it, not what it does
+_LINE_COMMENT_RE = re.compile(r"^\s*(?://+!?|#+|--+\s*[|^]?|;+) ?")
 _IMPORT_QUOTES = "\"'<>`"
+# A grammar that gives an import's path no node of its own (Scala) captures the whole statement.
+_IMPORT_KEYWORD_RE = re.compile(r"^import\s+")
 _LICENSE_RE = re.compile(r"copyright|licen[cs]ed?\b|spdx-license", re.IGNORECASE)
 
 
@@ -139,6 +146,7 @@ _ROLE_PREFIXES = (
     ("name.definition.", "def_name"),
     ("scope.definition.", "scope"),
     ("definition.", "def"),
+    ("doc", "doc"),
     ("name.reference.", "ref"),
     ("qualifier.reference.", "qualifier"),
 )
@@ -182,6 +190,7 @@ class _RawDefinition:
     node: Node
     name: Node
     scope: Node | None
+    doc: Node | None = None
 
 
 @dataclass
@@ -189,6 +198,18 @@ class _RawReference:
     kind: str
     node: Node
     qualifier: str | None
+
+
+@dataclass(frozen=True)
+class _Extent:
+    """Where a definition's code lies: `outer` is the node with its wrappers (`export`,
+    templates), `first` adds prefixes (attributes, a Haskell signature), `last` suffixes (a Dart
+    body); the signature starts at `signature_start`."""
+
+    outer: Node
+    first: Node
+    last: Node
+    signature_start: int
 
 
 @dataclass
@@ -230,7 +251,7 @@ class _Extractor:
             language=self.spec.name,
             definitions=definitions,
             references=references,
-            imports=self._texts(modules, strip=_IMPORT_QUOTES),
+            imports=[_IMPORT_KEYWORD_RE.sub("", text) for text in self._texts(modules, strip=_IMPORT_QUOTES)],
             imported_names=self._texts(names),
             has_errors=root.has_error,
             too_deep=too_deep,
@@ -253,10 +274,11 @@ class _Extractor:
             kind, (node, *_) = by_role["def"]
             name = by_role["def_name"][1][0]
             scope = by_role["scope"][1][0] if "scope" in by_role else None
+            doc = by_role["doc"][1][0] if "doc" in by_role else None
             key = (node.start_byte, node.end_byte)
             known = raw_defs.get(key)
             if known is None or pattern < known.pattern:  # earlier patterns win on the same node
-                raw_defs[key] = _RawDefinition(pattern, kind, node, name, scope)
+                raw_defs[key] = _RawDefinition(pattern, kind, node, name, scope, doc)
         if "ref" in by_role:
             kind, ref_nodes = by_role["ref"]
             qualifier_nodes = by_role.get("qualifier", (None, []))[1]
@@ -305,18 +327,24 @@ class _Extractor:
             if len(stack) > MAX_NESTING:
                 too_deep += 1
                 continue
-            definition = self._definition(raw, [o.definition for o in stack])
+            extent = self._extent(raw.node)
+            definition = self._definition(raw, extent, [o.definition for o in stack])
             definitions.append(definition)
-            spans.append((raw.node.start_byte, raw.node.end_byte, definition.qualified_name))
+            spans.append((raw.node.start_byte, extent.last.end_byte, definition.qualified_name))
             if not stack:
                 top_level.append(definition.qualified_name)
-            stack.append(_Open(definition, raw.node.end_byte))
+            stack.append(_Open(definition, extent.last.end_byte))
         self._attach_method_signatures(definitions)
         return definitions, spans, list(dict.fromkeys(top_level)), too_deep
 
-    def _definition(self, raw: _RawDefinition, enclosing: list[Definition]) -> Definition:
+    def _definition(self, raw: _RawDefinition, extent: _Extent,
+                    enclosing: list[Definition]) -> Definition:
         name = self._text(raw.name)[:MAX_NAME_CHARS]
         scope = self._scope(raw.scope, name) if raw.scope is not None else None
+        if scope is None and _QUALIFIER_RE.fullmatch(name) and _QUALIFIER_SEP_RE.sub(".", name) != name.split(".")[-1]:
+            # A dotted name (Elixir's `defmodule Billing.InvoiceMailer`, Ruby's
+            # `class Billing::InvoiceMailer`) is a name in a scope.
+            scope, name = _QUALIFIER_SEP_RE.sub(".", name).rsplit(".", 1)
         inner = enclosing[-1] if enclosing else None
         class_parent = next((d.qualified_name for d in reversed(enclosing)
                              if d.kind in CLASS_KINDS), None)
@@ -327,17 +355,17 @@ class _Extractor:
             parent = class_parent
         owner = scope or (inner.qualified_name if inner and inner.kind in CLASS_KINDS else None)
         kind = self._kind(raw.kind, name, owner)
-        outer, first, signature_start = self._extent(raw.node)
+        first, last = extent.first, extent.last
         return Definition(
             kind=kind,
             name=name,
             qualified_name=qualified,
             parent=parent,
-            signature=self._signature(raw.node, signature_start, outer.end_byte),
-            doc=self._doc(raw.node, first),
-            code=self.src[first.start_byte:outer.end_byte].decode("utf-8", "replace"),
+            signature=self._signature(raw.node, extent.signature_start, extent.outer.end_byte),
+            doc=self._doc_text(raw.doc) if raw.doc is not None else self._doc(raw.node, first),
+            code=self.src[first.start_byte:last.end_byte].decode("utf-8", "replace"),
             start_line=first.start_point.row + 1,
-            end_line=_end_line(outer),
+            end_line=_end_line(last),
         )
 
     def _kind(self, kind: str, name: str, owner: str | None) -> str:
@@ -360,8 +388,8 @@ class _Extractor:
         text = _QUALIFIER_SEP_RE.sub(".", text).strip("*& ")
         return text or None
 
-    def _extent(self, node: Node) -> tuple[Node, Node, int]:
-        """(outermost wrapper, first node incl. prefixes, signature start byte)."""
+    def _extent(self, node: Node) -> _Extent:
+        """Where a definition's code starts and ends, and where its signature starts."""
         outer, signature_start = node, node.start_byte
         wrappers = self.spec.wrappers
         while outer.parent is not None and outer.parent.type in wrappers and _sole_child_of_type(
@@ -377,7 +405,11 @@ class _Extractor:
         prev = first.prev_named_sibling
         while prev is not None and prev.type in self.spec.prefix_types:
             first, prev = prev, prev.prev_named_sibling
-        return outer, first, signature_start
+        last = outer
+        following = last.next_named_sibling
+        while following is not None and following.type in self.spec.suffix_types:
+            last, following = following, following.next_named_sibling
+        return _Extent(outer, first, last, signature_start)
 
     def _signature(self, node: Node, start: int, end: int) -> str:
         """Header text up to the body, whitespace collapsed; the first line if there is no body."""
@@ -392,6 +424,12 @@ class _Extractor:
         if self.spec.doc_style == "docstring":
             return self._docstring(node)
         return self._leading_comments(first)
+
+    def _doc_text(self, node: Node) -> str:
+        """A doc captured as a node (Elixir `@doc \"\"\"...\"\"\"`): its string content, indentation removed."""
+        parts = [self._text(c) for c in node.named_children if c.type.endswith("content")]
+        text = "".join(parts) if parts else self._text(node).strip("\"'`")
+        return inspect.cleandoc(text)
 
     def _docstring(self, node: Node) -> str:
         """First statement of the body when it is a plain string (Python docstring)."""
@@ -455,7 +493,7 @@ class _Extractor:
         """Comments directly above the definition (no blank line, not trailing other code)."""
         comments: list[Node] = []
         below_row = first.start_point.row
-        prev = first.prev_sibling
+        prev = self._comment_before(first)
         while prev is not None and prev.type in self.spec.comment_types:
             if prev.end_point.row < below_row - 1 or _is_trailing(prev):
                 break
@@ -467,6 +505,21 @@ class _Extractor:
         lines = [line.rstrip() for c in reversed(comments)
                  for line in _comment_lines(self._text(c))]
         return inspect.cleandoc("\n".join(lines))
+
+    def _comment_before(self, node: Node) -> Node | None:
+        """The node before `node` where a comment documenting it would be. Grammars put that
+        comment in odd places: before the body that `node` opens (Ruby: `module M # doc` then
+        `class C`), or as the last child of the previous node (Haskell's haddock inside the
+        import list)."""
+        prev = node.prev_sibling
+        while prev is None and node.parent is not None and node.parent.start_byte == node.start_byte:
+            node = node.parent
+            prev = node.prev_sibling
+        comments = self.spec.comment_types
+        if prev is not None and prev.type not in comments and prev.named_child_count:
+            tail = prev.named_children[-1]
+            prev = tail if tail.type in comments and _end_line(tail) == _end_line(prev) else prev
+        return prev
 
     @staticmethod
     def _attach_method_signatures(definitions: list[Definition]) -> None:
@@ -561,8 +614,8 @@ def _is_trailing(comment: Node) -> bool:
 
 def _comment_lines(text: str) -> list[str]:
     """Comment text without markers (`//`, `///`, `#`, `/** */`, leading `*`)."""
-    text = text.strip()
-    if text.startswith("/*"):
+    text = _SHEBANG_RE.sub("", text).strip()
+    if _BLOCK_COMMENT_OPEN_RE.match(text):
         text = _BLOCK_COMMENT_CLOSE_RE.sub("", _BLOCK_COMMENT_OPEN_RE.sub("", text))
         return [_BLOCK_COMMENT_STAR_RE.sub("", line) for line in text.split("\n")]
     return [_LINE_COMMENT_RE.sub("", line) for line in text.split("\n")]
