@@ -7,6 +7,10 @@ import pytest
 from codeqa.parsing import languages
 from codeqa.parsing.languages import (
     CONSTRUCTOR_CALLS,
+    OTHER_LANGUAGE,
+    TEXT_FORMATS,
+    is_secret,
+    language_from_content,
     DOC_LANGUAGES,
     INDEXED_EXTENSIONS,
     LANGUAGES,
@@ -32,6 +36,20 @@ pytestmark = pytest.mark.unit
     ("web/__tests__/cart.js", "test"),
     ("spec/models/cart_spec.rb", "test"),
     ("Tests/AppTests.swift", "test"),
+    # tests, by each ecosystem's conventions (issue 30)
+    ("lib/billing/invoice_mailer_spec.rb", "test"),  # RSpec beside the code
+    ("src/Billing/InvoiceMailerTests.cs", "test"),  # xUnit / NUnit
+    ("Billing.Tests/MailerTest.cs", "test"),
+    ("src/test/kotlin/billing/CouponValidatorTest.kt", "test"),
+    ("app/src/androidTest/java/MainActivityTest.kt", "test"),
+    ("Tests/BillingTests/RenewalTests.swift", "test"),
+    ("test/billing/dunning_test.exs", "test"),  # ExUnit
+    ("src/InvoiceTest.php", "test"), ("tests/Unit/TaxTest.php", "test"),  # PHPUnit
+    ("src/test/scala/LedgerSpec.scala", "test"), ("core/LedgerSuite.scala", "test"),
+    ("test/DiscountSpec.hs", "test"),  # Hspec
+    ("spec/rate_limiter_spec.lua", "test"),  # busted
+    ("test/cart_total_test.dart", "test"),
+    ("test/deploy.bats", "test"),
     ("flask/testsuite/basic.py", "test"),
     ("internal/parser/testdata/input.go", "test"),
     # tests, by file name
@@ -70,6 +88,12 @@ pytestmark = pytest.mark.unit
     ("src/latest_version.rs", "source"),
     ("src/attestation.go", "source"),
     ("benchmark_results.py", "source"),
+    ("src/Latest.php", "source"), ("src/Contest.cs", "source"),  # `*Test.php` matches with its case only
+    ("Dockerfile", "source"), ("deploy/k8s/app.yaml", "source"),
+    # generated: lock files, code generators
+    ("package-lock.json", "generated"), ("Cargo.lock", "generated"), ("lib/api.g.dart", "generated"),
+    # examples
+    ("samples/Quickstart/Program.cs", "example"),
 ])
 def test_role_from_path(path: str, role: str) -> None:
     assert file_role(path) == role
@@ -104,8 +128,20 @@ def test_every_rule_names_a_known_role() -> None:
 @pytest.mark.parametrize(("path", "language"), [
     ("a/b.py", "python"), ("x.mts", "typescript"), ("x.cts", "typescript"), ("x.hh", "cpp"),
     ("README.md", "markdown"), ("guide.markdown", "markdown"), ("docs/x.rst", "rst"),
-    ("notes.txt", "text"), ("LICENSE", "text"), ("ChangeLog", "text"), ("Makefile", None),
+    ("notes.txt", "text"), ("LICENSE", "text"), ("ChangeLog", "text"), ("Makefile", "makefile"),
     ("x.pyc", None), ("x.PY", "python"),
+    # the languages of issue 30, by extension or by name
+    ("A.cs", "csharp"), ("a.rb", "ruby"), ("Rakefile", "ruby"), ("x.gemspec", "ruby"), ("a.php", "php"),
+    ("A.kt", "kotlin"), ("build.gradle.kts", "kotlin"), ("A.swift", "swift"), ("A.scala", "scala"),
+    ("a.sh", "bash"), ("a.bats", "bash"), ("a.lua", "lua"), ("a.ex", "elixir"), ("a_test.exs", "elixir"),
+    ("A.hs", "haskell"), ("a.zig", "zig"), ("a.dart", "dart"),
+    # text formats: sections or line windows, no grammar
+    ("Dockerfile", "dockerfile"), ("Containerfile", "dockerfile"), ("a.yml", "yaml"), ("Cargo.toml", "toml"),
+    ("a.json", "json"), ("a.sql", "sql"), ("main.tf", "hcl"), ("a.proto", "protobuf"), ("a.gql", "graphql"),
+    ("a.htm", "html"), ("a.scss", "css"), ("tox.ini", "ini"), (".env.sample", "ini"),
+    ("CMakeLists.txt", "cmake"), ("pom.xml", "xml"),
+    # the content decides: `language_from_content`
+    ("bin/deploy", None), ("x.nim", None),
 ])
 def test_language_for(path: str, language: str | None) -> None:
     assert language_for(path) == language
@@ -135,3 +171,41 @@ def test_every_query_file_exists_and_every_family_is_a_language() -> None:
         assert all((QUERIES_DIR / name).is_file() for name in names), spec.name
         assert not spec.family or spec.family in LANGUAGES
         assert set(spec.variants) <= set(spec.extensions)
+
+
+@pytest.mark.parametrize(("path", "head", "neighbours", "language"), [
+    ("bin/deploy", "#!/bin/sh\nset -e\n", (), "bash"),
+    ("bin/deploy", "#!/usr/bin/env zsh\n", (), "bash"),
+    ("bin/migrate", "#!/usr/bin/env python3\n", (), "python"),
+    ("bin/migrate", "#!/usr/local/bin/python3.12 -u\n", (), "python"),
+    ("bin/serve", "#!/usr/bin/env -S node --no-warnings\n", (), "javascript"),
+    ("bin/rake", "#!/usr/bin/env ruby\n", (), "ruby"),
+    ("bin/tool", "#!/usr/bin/env perl\n", (), OTHER_LANGUAGE),  # no grammar: text
+    ("NOTES", "some words\n", (), OTHER_LANGUAGE),
+    ("x.h", "template <typename T>\nT id(T t);\n", (), "cpp"),
+    ("x.h", "class Widget : public Base {\n};\n", (), "cpp"),
+    ("x.h", "#include <vector>\n", (), "cpp"),
+    ("x.h", "#ifdef __cplusplus\nextern \"C\" {\n#endif\nint f(void);\n", (), "c"),  # C, callable from C++
+    ("x.h", "/* like std::list */\nint f(void);\n", (), "c"),  # comments say nothing
+    ("x.h", "int f(void);\n", (".cpp", ".h"), "cpp"),
+    ("x.h", "int f(void);\n", (".cpp", ".c", ".h"), "c"),
+    ("x.h", "int f(void);\n", (".h",), "c"),
+])
+def test_language_from_content(path: str, head: str, neighbours: tuple[str, ...], language: str) -> None:
+    assert language_from_content(path, head, frozenset(neighbours)) == language
+
+
+@pytest.mark.parametrize(("path", "secret"), [
+    (".env", True), ("config/.env.local", True), ("server.PEM", True), ("id_ed25519", True), (".pypirc", True),
+    (".env.example", False), ("prod.env.example", False), ("envs.py", False), ("keys.py", False),
+])
+def test_secrets_by_name(path: str, secret: bool) -> None:
+    assert is_secret(path) is secret
+
+
+def test_text_formats_do_not_claim_a_source_extension() -> None:
+    claimed = [ext for fmt in TEXT_FORMATS.values() for ext in fmt.extensions]
+    assert len(claimed) == len(set(claimed))
+    assert not set(claimed) & set(SOURCE_EXTENSIONS) and not set(TEXT_FORMATS) & set(LANGUAGES)
+    assert OTHER_LANGUAGE not in TEXT_FORMATS and OTHER_LANGUAGE not in LANGUAGES
+    assert {".yaml", ".toml", ".sql", ".tf", ".proto"} <= set(INDEXED_EXTENSIONS)

@@ -34,8 +34,10 @@ def test_indexes_code_and_docs_with_relative_posix_paths(tmp_path: Path) -> None
     _write(tmp_path, "CHANGES", "1.0: first\n")
     _write(tmp_path, "notes.unknownext", "???")
     report = walk_repo(tmp_path)
-    assert [s.path for s in report.files] == ["CHANGES", "README.md", "docs/guide.rst", "src/pkg/mod.py"]
+    assert [s.path for s in report.files] == ["CHANGES", "README.md", "docs/guide.rst", "notes.unknownext",
+                                              "src/pkg/mod.py"]
     by_path = {s.path: s for s in report.read_all()}
+    assert by_path["notes.unknownext"].language == "other"  # no language, still text: indexed as text
     assert by_path["README.md"].language == "markdown"
     assert by_path["docs/guide.rst"].language == "rst"
     assert by_path["CHANGES"].language == "text"
@@ -48,8 +50,7 @@ def test_indexes_code_and_docs_with_relative_posix_paths(tmp_path: Path) -> None
     assert module.mtime_ns == (tmp_path / "src/pkg/mod.py").stat().st_mtime_ns
     assert module.text == raw.decode()
     assert not module.decoded_with_replacement
-    assert report.skipped["unsupported"] == 1
-    assert report.skipped_examples["unsupported"] == ["notes.unknownext"]
+    assert not report.skipped
 
 
 def test_gitignore_that_ignores_everything_then_unignores_directories_and_extensions(tmp_path: Path) -> None:
@@ -78,12 +79,10 @@ def test_nested_gitignore_negation_and_info_exclude(tmp_path: Path) -> None:
     _write(tmp_path, ".git/info/exclude", "local_only.py\n")
     _write(tmp_path, "local_only.py")
     report = walk_repo(tmp_path)
-    assert [s.path for s in report.files] == ["lib/generated/real.py", "lib/notes.txt", "secret.py"]
+    assert [s.path for s in report.files] == ["keep.log", "lib/generated/real.py", "lib/notes.txt", "secret.py"]
     assert report.skipped["ignored"] == 5  # app.log, generated/, lib/secret.py, lib/a.txt, local_only.py
     assert "generated/" in report.skipped_examples["ignored"]
-    # keep.log is re-included by the negation, then skipped only for having no language.
-    assert "keep.log" in report.skipped_examples["unsupported"]
-    assert "keep.log" not in report.skipped_examples["ignored"]
+    assert "keep.log" not in report.skipped_examples["ignored"]  # re-included by the negation
 
 
 def test_vendored_dirs_are_pruned(tmp_path: Path) -> None:
@@ -197,3 +196,57 @@ def test_bad_roots_raise_repo_path_error(tmp_path: Path) -> None:
     with pytest.raises(RepoPathError, match="not a directory"):
         walk_repo(file_root)
     assert issubclass(RepoPathError, ValueError)
+
+
+def _languages(root: Path) -> dict[str, str]:
+    return {found.path: found.language for found in walk_repo(root).files}
+
+
+def test_every_text_file_is_found_in_its_format(tmp_path: Path) -> None:
+    for rel in ["Dockerfile", "docker/Dockerfile.prod", "Makefile", "lib/rules.mk", "k8s/app.yaml", "pyproject.toml",
+                "package.json", "db/schema.sql", "infra/main.tf", "api.proto", "schema.graphql",
+                "site/index.html", "site/app.css", "setup.cfg", ".env.example", "CMakeLists.txt", "Gemfile",
+                "src/lexer.nim", "data/rates.csv"]:
+        _write(tmp_path, rel, "text\n")
+    assert _languages(tmp_path) == {
+        "Dockerfile": "dockerfile", "docker/Dockerfile.prod": "dockerfile", "Makefile": "makefile",
+        "lib/rules.mk": "makefile", "k8s/app.yaml": "yaml", "pyproject.toml": "toml", "package.json": "json",
+        "db/schema.sql": "sql", "infra/main.tf": "hcl", "api.proto": "protobuf", "schema.graphql": "graphql",
+        "site/index.html": "html", "site/app.css": "css", "setup.cfg": "ini", ".env.example": "ini",
+        "CMakeLists.txt": "cmake", "Gemfile": "ruby", "src/lexer.nim": "other", "data/rates.csv": "other"}
+
+
+def test_secrets_and_version_control_files_are_never_indexed(tmp_path: Path) -> None:
+    for rel in [".env", "config/.env.production", "certs/server.pem", "deploy/id_rsa", ".npmrc", ".gitignore",
+                ".gitattributes", "config/.env.example", "app.py"]:
+        _write(tmp_path, rel, "SECRET=1\n")
+    report = walk_repo(tmp_path)
+    assert [found.path for found in report.files] == ["app.py", "config/.env.example"]
+    assert report.skipped["secret"] == 5 and report.skipped["vcs"] == 2
+
+
+def test_extensionless_scripts_by_their_shebang(tmp_path: Path) -> None:
+    _write(tmp_path, "bin/deploy", "#!/usr/bin/env bash\nset -e\n")
+    _write(tmp_path, "bin/migrate", "#!/usr/bin/python3 -u\nimport sys\n")
+    _write(tmp_path, "bin/serve", "#!/usr/bin/env -S node --no-warnings\nconsole.log(1)\n")
+    _write(tmp_path, "bin/notes", "just some words\n")
+    _write(tmp_path, "bin/tool", b"\x7fELF\x02\x01\x01\x00\x00\x00")
+    report = walk_repo(tmp_path)
+    assert {found.path: found.language for found in report.files} == {
+        "bin/deploy": "bash", "bin/migrate": "python", "bin/serve": "javascript", "bin/notes": "other"}
+    assert report.skipped_examples["binary"] == ["bin/tool"]
+
+
+def test_headers_are_cpp_by_their_constructs_or_their_neighbours(tmp_path: Path) -> None:
+    _write(tmp_path, "fmt/format.h", "// Formatting library\n#pragma once\nnamespace fmt {\nint f();\n}\n")
+    _write(tmp_path, "fmt/args.h", "#include <string>\nint g(std::string s);\n")
+    _write(tmp_path, "c/list.h", "/* see std::list for the C++ one */\nstruct list { int n; };\n")
+    _write(tmp_path, "c/list.c", "int n;\n")
+    _write(tmp_path, "mixed/util.h", "int util(void);\n")
+    _write(tmp_path, "mixed/util.cpp", "int util() { return 0; }\n")
+    _write(tmp_path, "plain/api.h", "int api(void);\n")
+    assert _languages(tmp_path) == {
+        "fmt/format.h": "cpp", "fmt/args.h": "cpp",  # namespace, std:: (outside comments)
+        "c/list.h": "c", "c/list.c": "c",
+        "mixed/util.h": "cpp", "mixed/util.cpp": "cpp",  # no construct, but its directory is C++
+        "plain/api.h": "c"}

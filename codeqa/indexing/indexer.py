@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Iterable, Iterator
 
 import lancedb
@@ -31,9 +31,9 @@ from codeqa.indexing.embeddings import Embedder, EmbeddingError, get_embedder
 from codeqa.core.errors import CodeQAError
 from codeqa.indexing.index_lock import IndexBusyError, RepoLock
 from codeqa.indexing.index_plan import IndexPlan, plan_index, recorded_mtime
-from codeqa.parsing.languages import (CONSTRUCTOR_CALLS, DOC_KIND, DOC_LANGUAGES, FILE_KIND, HEAD_CHARS, MODULE_KIND,
-                       MODULE_ROW_ROLES, file_role, table_of)
-from codeqa.parsing.module_code import chunks_with_rows, file_head
+from codeqa.parsing.languages import (CONSTRUCTOR_CALLS, DOC_KIND, DOC_LANGUAGES, FILE_KIND, HEAD_CHARS, LANGUAGES,
+                       MODULE_KIND, MODULE_ROW_ROLES, OTHER_LANGUAGE, file_role, section_format, table_of)
+from codeqa.parsing.module_code import chunks_with_rows, file_head, line_chunks
 from codeqa.core.records import FileParse, ManifestEntry, RepoInfo, RepoStats, SymbolInfo
 from codeqa.parsing.references import resolve_references
 from codeqa.indexing.repo_files import RepoPathError, SourceFile, WalkReport, walk_repo
@@ -158,15 +158,49 @@ def _code_rows(repo: str, file: SourceFile, role: str, parsed: ParsedFile) -> li
     return rows
 
 
-def _doc_rows(repo: str, file: SourceFile, role: str) -> list[dict]:
+def _doc_rows(repo: str, file: SourceFile, role: str, max_chars: int = 2000) -> list[dict]:
     return [_base_row(repo, file, role, kind=DOC_KIND, name=s.title, qualified_name=s.qualified_name,
                       code=s.text, start_line=s.start_line, end_line=s.end_line,
                       method_signatures=[])
-            for s in split_sections(file.text, file.language, file.path.rsplit("/", 1)[-1])]
+            for s in split_sections(file.text, file.language, file.path.rsplit("/", 1)[-1], max_chars)]
 
 
-def _module_rows(repo: str, file: SourceFile, role: str, parsed: ParsedFile, names: list[str]) -> list[dict]:
-    """The file row and module-code rows (for a long module body) of one file.
+# A configuration or data file's sections grow rather than multiply past this count: a
+# 1 MB generated YAML should not cost a thousand embeddings.
+MAX_FORMAT_SECTIONS = 64
+
+
+def _text_rows(repo: str, file: SourceFile, role: str) -> tuple[ParsedFile, list[dict]]:
+    """What a file no grammar parses contributes besides its file row: docs and structured
+    formats (YAML keys, SQL statements, Makefile targets, ...) their sections; any other text
+    (JSON, CSS, a language without a grammar) line windows, kept as its module code so that
+    the file row shows its head and a long file gets module rows, as code does."""
+    parsed = ParsedFile(file.language, definitions=[], references=[], imports=[], imported_names=[],
+                        has_errors=False)
+    if file.language in DOC_LANGUAGES:
+        return parsed, _doc_rows(repo, file, role)
+    parsed.module_code = line_chunks([line.rstrip("\r") for line in file.text.split("\n")])
+    if section_format(file.language) is None:
+        return parsed, []
+    return parsed, _doc_rows(repo, file, role, max(2000, len(file.text) // MAX_FORMAT_SECTIONS))
+
+
+def text_fallback_notice(languages_by_path: dict[str, str]) -> str | None:
+    """What the run did with files no grammar or format knows, for the user: `12 files indexed
+    as text: .nim (10), .v (2)`; None when there were none."""
+    kinds = Counter(PurePosixPath(path).suffix.lower() or PurePosixPath(path).name
+                    for path, language in languages_by_path.items() if language == OTHER_LANGUAGE)
+    if not kinds:
+        return None
+    shown = ", ".join(f"{kind} ({count})" for kind, count in kinds.most_common(8))
+    more = ", ..." if len(kinds) > 8 else ""
+    return f"{sum(kinds.values())} files indexed as text (no grammar for them): {shown}{more}"
+
+
+def _module_rows(repo: str, file: SourceFile, role: str, parsed: ParsedFile, names: list[str],
+                 chunked: bool = True) -> list[dict]:
+    """The file row and module-code rows (for a long module body, unless `chunked` is False:
+    sections cover it) of one file.
 
     An empty file (a package's `__init__.py`) has nothing to be found by: no row. Given one,
     its vector would be its path alone, which ranks near anything in a small repo."""
@@ -181,7 +215,7 @@ def _module_rows(repo: str, file: SourceFile, role: str, parsed: ParsedFile, nam
     chunks = [_base_row(repo, file, role, kind=MODULE_KIND, name=file_name, qualified_name=file.path,
                         code=chunk.code, start_line=chunk.start_line, end_line=chunk.end_line,
                         imports=[], top_level_names=[], file_text="")
-              for chunk in (chunks_with_rows(parsed.module_code) if role in MODULE_ROW_ROLES else ())]
+              for chunk in (chunks_with_rows(parsed.module_code) if chunked and role in MODULE_ROW_ROLES else ())]
     return [whole] + chunks
 
 
@@ -196,16 +230,14 @@ def _dedupe_ids(rows: list[dict]) -> None:
 def file_rows(repo: str, file: SourceFile, mtime_ns: int) -> FileRows:
     """Parse one file into rows and its manifest entry (which records `mtime_ns`)."""
     role = file_role(file.path, file.text[:HEAD_CHARS])
-    if file.language in DOC_LANGUAGES:
-        parsed = ParsedFile(file.language, definitions=[], references=[], imports=[], imported_names=[],
-                            has_errors=False)
-        symbols = _doc_rows(repo, file, role)
-        names = list(dict.fromkeys(row["name"] for row in symbols))
-    else:
+    if file.language in LANGUAGES:
         parsed = parse_source(file.text, file.language, file.path)
         symbols = _code_rows(repo, file, role, parsed)
         names = parsed.top_level_names
-    rows = symbols + _module_rows(repo, file, role, parsed, names)
+    else:
+        parsed, symbols = _text_rows(repo, file, role)
+        names = list(dict.fromkeys(row["name"] for row in symbols))
+    rows = symbols + _module_rows(repo, file, role, parsed, names, chunked=section_format(file.language) is None)
     _dedupe_ids(rows)
     infos = tuple(SymbolInfo(id=r["id"], file_path=file.path, language=file.language, kind=r["kind"],
                              name=r["name"], qualified_name=r["qualified_name"], parent=r["parent"])
@@ -333,6 +365,9 @@ def _index_locked(root_path: Path, settings: Settings, name: str, rebuild: bool,
         stored = previous.stored_file_paths() if previous else set()
         plan = plan_index(walked.files, manifest, stored, walked.read, walked_at)
     _report_plan(report, plan, walked)
+    notice = text_fallback_notice({file.path: file.language for file in plan.to_write})
+    if notice:
+        report.notices.append(notice)
     if not plan.current and existing is None:
         reasons = ", ".join(f"{n} {r}" for r, n in walked.skipped.most_common()) or "no files"
         raise NothingToIndexError(f"Nothing indexable in {root_path} ({reasons}).")

@@ -2,11 +2,17 @@
 
 One pass over the tree with `os.scandir`, pruning ignored and vendored directories
 without descending into them, so huge `node_modules` or build trees cost one stat.
-The walk itself reads no file: it finds candidates with their size and mtime, and
-`WalkReport.read` reads, sniffs and decodes one when the indexer needs its content
-(a file whose size and mtime match the manifest is never read).
+The walk reads no file whose name says its language: it finds candidates with their size and
+mtime, and `WalkReport.read` reads, sniffs and decodes one when the indexer needs its content
+(a file whose size and mtime match the manifest is never read). Only a file whose language
+its name leaves open has its head read during the walk (`languages.needs_content`): an
+extensionless script's `#!` line, a `.h` header's C++ constructs.
 
 Decisions worth knowing:
+- Every text file is indexed: one that no grammar or text format knows is `other` (file
+  rows and line windows); only binary, minified, oversized, ignored, vendored and secret
+  (`.env`, `id_rsa`: `languages.is_secret`) files and version control's own files
+  (`.gitignore`) are left out.
 - `.gitignore` files are honoured at every level (patterns relative to their own
   directory, deeper files win), plus `.git/info/exclude`. The user's global
   `core.excludesFile` is not read: the index should not depend on who runs it.
@@ -36,7 +42,8 @@ from pathlib import Path, PurePosixPath
 import pathspec
 
 from codeqa.core.errors import CodeQAError, is_valid_unicode
-from codeqa.parsing.languages import DOC_LANGUAGES, VENDORED_DIRS, VENDORED_MARKERS, language_for
+from codeqa.parsing.languages import (DOC_LANGUAGES, OTHER_LANGUAGE, VCS_FILES, VENDORED_DIRS, VENDORED_MARKERS,
+                                      is_secret, language_for, language_from_content, needs_content)
 
 BINARY_EXTENSIONS = frozenset(
     {
@@ -46,6 +53,7 @@ BINARY_EXTENSIONS = frozenset(
         ".pyc", ".pyo", ".whl", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp3",
         ".mp4", ".wav", ".ogg", ".flac", ".mov", ".avi", ".mkv", ".sqlite", ".db",
         ".bin", ".npy", ".npz", ".pkl", ".parquet", ".onnx", ".pt", ".gguf", ".wasm",
+        ".swp", ".swo", ".swx",  # vim's swap files: an editor writes them on every change
     }
 )
 BINARY_SNIFF_BYTES = 8192
@@ -261,6 +269,7 @@ class _Walker:
             self.report.skip("unreadable", rel_dir.rstrip("/") or ".")
             return []
         subdirs = []
+        neighbours = frozenset(PurePosixPath(entry.name).suffix.lower() for entry in entries)
         for entry in entries:
             rel_path = rel_dir + entry.name
             if not is_valid_unicode(entry.name):  # the index, the UI and the API all speak UTF-8
@@ -270,7 +279,7 @@ class _Walker:
                 if self._keep_dir(entry, rel_path, layers):
                     subdirs.append((entry.path, rel_path + "/", layers))
             else:
-                self._visit_file(entry, rel_path, layers)
+                self._visit_file(entry, rel_path, layers, neighbours)
         return subdirs
 
     def _keep_dir(
@@ -285,27 +294,31 @@ class _Walker:
         return True
 
     def _visit_file(
-        self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...]
+        self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...],
+        neighbours: frozenset[str],
     ) -> None:
-        found = self._check_file(entry, rel_path, layers)
+        found = self._check_file(entry, rel_path, layers, neighbours)
         if isinstance(found, str):
             self.report.skip(found, rel_path)
         else:
             self.report.files.append(found)
 
     def _check_file(
-        self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...]
+        self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...],
+        neighbours: frozenset[str],
     ) -> FoundFile | str:
-        """Checks that need no file content, cheapest first: the file, or why it is skipped."""
+        """Checks cheapest first (content only where the name leaves the language open): the
+        file, or why it is skipped."""
         if _is_ignored(rel_path, False, layers):
             return "ignored"
         if entry.is_symlink():
             return _symlink_reason(entry, self.root_str)
         if PurePosixPath(rel_path).suffix.lower() in BINARY_EXTENSIONS:
             return "binary"
-        language = language_for(rel_path)
-        if language is None:
-            return "unsupported"
+        if is_secret(rel_path):
+            return "secret"
+        if entry.name in VCS_FILES:
+            return "vcs"
         try:
             info = entry.stat(follow_symlinks=False)
         except OSError:
@@ -314,18 +327,35 @@ class _Walker:
             return "unreadable"
         if info.st_size > self.max_file_bytes:
             return "too_large"
+        language = language_for(rel_path) or OTHER_LANGUAGE
+        if needs_content(rel_path):
+            head = _read_head(Path(entry.path))
+            if head is None:
+                return "unreadable"
+            if bom_encoding(head) is None and b"\x00" in head:
+                return "binary"
+            language = language_from_content(rel_path, decode_text(head)[0], neighbours)
         return FoundFile(rel_path, Path(entry.path), language, info.st_size, info.st_mtime_ns)
+
+
+def _read_head(path: Path) -> bytes | None:
+    """The first bytes of a file, enough for its `#!` line and a header's first declarations."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(BINARY_SNIFF_BYTES)
+    except OSError:
+        return None
 
 
 class ChangeFilter:
     """The walk's rules applied to single changed paths, for a watcher: whether a change (of a
     file or directory, existing or deleted) can change what the walk finds.
 
-    A change under `.git/`, a vendored or ignored directory, or to an ignored, binary or
-    unsupported file cannot; a `.gitignore` can, and so can a directory created or moved in (its
-    files may arrive as one event). A deleted path counts when its name is indexable or it has
-    no extension (it may have been a directory). Content checks stay with the walk. `.gitignore`
-    files are read once per instance: make one per batch of changes.
+    A change under `.git/`, a vendored or ignored directory, or to an ignored, binary-by-name or
+    secret file cannot; a `.gitignore` can, and so can a directory created or moved in (its
+    files may arrive as one event), and any other file (every text file is indexed). Content
+    checks stay with the walk. `.gitignore` files are read once per instance: make one per
+    batch of changes.
     """
 
     def __init__(self, root: Path) -> None:
@@ -359,9 +389,7 @@ class ChangeFilter:
             return True
         if _is_ignored(rel_path, False, layers) or PurePosixPath(name).suffix.lower() in BINARY_EXTENSIONS:
             return False
-        if language_for(rel_path) is not None:
-            return True
-        return not os.path.lexists(abs_path) and not PurePosixPath(name).suffix
+        return not is_secret(rel_path) and name not in VCS_FILES
 
 
 def read_source(found: FoundFile, max_file_bytes: int) -> SourceFile | str:

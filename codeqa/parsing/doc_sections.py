@@ -1,7 +1,9 @@
-"""Split README-like documents into heading sections small enough to embed and cite.
+"""Split README-like documents, and structured text files, into sections small enough to embed and cite.
 
 Markdown headings come from markdown-it-py (so `#` inside fenced code is not a
-heading); reStructuredText titles are found by their adornment lines; plain text is
+heading); reStructuredText titles are found by their adornment lines; the text formats of
+the language table (YAML, TOML, SQL, Makefile, Dockerfile, HTML, ...) by their section
+pattern (a top-level key, a statement, a target, a stage, a heading); plain text is
 one section cut into paragraph chunks. Every section's text is exactly the source
 lines `start_line..end_line` (newlines normalised to "\\n"), so citations are exact.
 
@@ -20,6 +22,8 @@ import string
 from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
+
+from codeqa.parsing.languages import TextFormat, section_format
 
 QUALIFIER = " > "
 RST_ADORNMENT_CHARS = frozenset(string.punctuation)
@@ -132,6 +136,26 @@ def _rst_headings(lines: list[str]) -> list[_Heading]:
 HEADING_FINDERS = {"markdown": _markdown_headings, "rst": _rst_headings}
 
 
+def _format_headings(lines: list[str], fmt: TextFormat) -> list[_Heading]:
+    """Lines where the format's section pattern matches (at the line's start unless the format
+    says anywhere); the title is its `title` group with markup and spaces tidied."""
+    assert fmt.section is not None
+    find = fmt.section.search if fmt.section_anywhere else fmt.section.match
+    headings = []
+    for index, line in enumerate(lines):
+        found = find(line)
+        if found is None:
+            continue
+        title = " ".join(_TAG_RE.sub("", found.group("title")).split())
+        level = int(found.group("level")) if "level" in fmt.section.groupindex else 1
+        if title:
+            headings.append(_Heading(index, index + 1, level, title))
+    return headings
+
+
+_TAG_RE = re.compile(r"<[^>]*>")
+
+
 def _trim(lines: list[str], start: int, end: int) -> tuple[int, int]:
     """Drop blank lines at both ends of the half-open range [start, end)."""
     while start < end and not lines[start].strip():
@@ -221,13 +245,18 @@ def _split_to_size(lines: list[str], span: _Span, max_chars: int) -> list[DocSec
 
 
 def split_sections(text: str, language: str, file_name: str, max_chars: int = 2000) -> list[DocSection]:
-    """Heading sections of a markdown/rst/plain-text document, each at most `max_chars`.
+    """Heading sections of a markdown/rst/plain-text document or of a text format with a
+    section pattern, each at most `max_chars`.
 
     Only a single source line longer than `max_chars` is hard-split; its parts share
     the same line number.
     """
     lines = re.sub(r"\r\n?", "\n", text).split("\n")
-    headings = HEADING_FINDERS.get(language, lambda _lines: [])(lines)
+    fmt = section_format(language)
+    if fmt is not None:
+        headings = _format_headings(lines, fmt)
+    else:
+        headings = HEADING_FINDERS.get(language, lambda _lines: [])(lines)
     result = []
     for span in _merge_heading_only(_spans(lines, headings, file_name)):
         result.extend(_split_to_size(lines, span, max_chars))

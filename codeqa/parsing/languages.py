@@ -117,6 +117,10 @@ class LanguageSpec:
     # Comments documenting the enclosing item rather than the next one (Rust `//!`).
     inner_doc_prefixes: tuple[str, ...] = ()
     variants: Mapping[str, GrammarVariant] = field(default_factory=dict)  # by file extension
+    # Files of this language whatever their extension (lowercase fnmatch: `gemfile`), and the
+    # interpreters whose `#!` line makes an extensionless script one of its files.
+    file_names: tuple[str, ...] = ()
+    interpreters: tuple[str, ...] = ()
 
 
 _C_BODY_TYPES = frozenset({"compound_statement", "field_declaration_list", "enumerator_list"})
@@ -140,6 +144,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             wrappers=MappingProxyType({"decorated_definition": False}),
             constructor_names=frozenset({"__init__"}),
             doc_style="docstring",
+            interpreters=("python", "python2", "python3", "pypy", "pypy3"),
         ),
         LanguageSpec(
             name="java",
@@ -159,6 +164,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             grammar=tree_sitter_javascript.language,
             queries=("ecmascript.scm", "javascript.scm", "jsx.scm"),
             body_types=frozenset({"statement_block", "class_body"}),
+            interpreters=("node", "nodejs", "bun"),
             **_ECMASCRIPT,
         ),
         LanguageSpec(
@@ -169,6 +175,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             body_types=frozenset({"statement_block", "class_body", "interface_body", "enum_body"}),
             family="javascript",
             **_ECMASCRIPT,
+            interpreters=("ts-node", "deno", "tsx"),
             variants=MappingProxyType(
                 {".tsx": GrammarVariant(tree_sitter_typescript.language_tsx,
                                         ("ecmascript.scm", "typescript.scm", "jsx.scm"))}
@@ -231,6 +238,9 @@ LANGUAGES: dict[str, LanguageSpec] = {
             body_types=frozenset({"body_statement"}),
             constructor_names=frozenset({"initialize"}),
             factory_names=frozenset({"new"}),  # Foo.new(...) runs Foo#initialize
+            file_names=("gemfile", "rakefile", "podfile", "vagrantfile", "guardfile", "brewfile",
+                        "fastfile", "dangerfile"),
+            interpreters=("ruby", "jruby"),
         ),
         LanguageSpec(
             name="php",
@@ -241,6 +251,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             prefix_types=frozenset({"attribute_list"}),
             decorator_types=frozenset({"attribute_list"}),
             constructor_names=frozenset({"__construct"}),
+            interpreters=("php",),
         ),
         LanguageSpec(
             name="kotlin",
@@ -261,6 +272,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             comment_types=frozenset({"comment", "multiline_comment"}),
             decorator_types=frozenset({"attribute"}),
             constructor_names=frozenset({"init"}),
+            interpreters=("swift",),
         ),
         LanguageSpec(
             name="scala",
@@ -271,6 +283,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             family="java",
             comment_types=frozenset({"comment", "block_comment"}),
             decorator_types=frozenset({"annotation"}),
+            interpreters=("scala",),
         ),
         LanguageSpec(
             name="bash",
@@ -278,6 +291,8 @@ LANGUAGES: dict[str, LanguageSpec] = {
             grammar=tree_sitter_bash.language,
             queries=("bash.scm",),
             body_types=frozenset({"compound_statement"}),
+            file_names=(".bashrc", ".bash_profile", ".zshrc", ".profile", "*.bats"),
+            interpreters=("sh", "bash", "zsh", "ksh", "dash", "ash", "bats"),
         ),
         LanguageSpec(
             name="lua",
@@ -286,6 +301,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             queries=("lua.scm",),
             body_types=frozenset({"block"}),
             factory_names=frozenset({"new"}),  # RateLimiter.new(...) by convention
+            interpreters=("lua", "luajit"),
         ),
         LanguageSpec(
             name="elixir",
@@ -293,6 +309,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             grammar=tree_sitter_elixir.language,
             queries=("elixir.scm",),
             body_types=frozenset({"do_block"}),
+            interpreters=("elixir",),
         ),
         LanguageSpec(
             name="haskell",
@@ -302,6 +319,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             body_types=frozenset({"class_declarations", "instance_declarations"}),
             comment_types=frozenset({"comment", "haddock"}),
             prefix_types=frozenset({"signature"}),
+            interpreters=("runhaskell", "runghc"),
         ),
         LanguageSpec(
             name="zig",
@@ -322,6 +340,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             suffix_types=frozenset({"function_body"}),
             decorator_types=frozenset({"annotation"}),
             constructor_is_class_name=True,
+            interpreters=("dart",),
         ),
     )
 }
@@ -340,12 +359,126 @@ DOC_NAMES = frozenset(
 )
 
 
+# --- Text formats: configuration, data, build and infrastructure files ---------------------------
+
+@dataclass(frozen=True)
+class TextFormat:
+    """A file type no grammar parses: it gets a file row, and sections where it has structure.
+
+    `section` matches the line that starts a section; its `title` group names the section and
+    an optional `level` group nests it (HTML headings). Without one, the file is cut into
+    line windows like any other text."""
+
+    name: str
+    extensions: tuple[str, ...] = ()
+    file_names: tuple[str, ...] = ()  # lowercase fnmatch patterns: `dockerfile`, `*.env.example`
+    section: re.Pattern[str] | None = None
+    section_anywhere: bool = False  # whether `section` may match inside a line (`<h2>`), not only at its start
+
+
+_INI_SECTION = re.compile(r"\[\[?(?P<title>[^\]\n]+)\]\]?[ \t]*(?:[#;].*)?$")
+TEXT_FORMATS: dict[str, TextFormat] = {
+    fmt.name: fmt
+    for fmt in (
+        # Top-level keys that open a block (`spec:`); `version: 3` stays in the section before it.
+        TextFormat("yaml", (".yaml", ".yml"), section=re.compile(
+            r"(?P<title>[A-Za-z0-9_\"'][^:#\n]*?):[ \t]*(?:[|>][-+0-9]*)?[ \t]*(?:#.*)?$")),
+        TextFormat("toml", (".toml",), ("pipfile",), section=_INI_SECTION),
+        TextFormat("ini", (".ini", ".cfg", ".conf", ".properties", ".editorconfig"),
+                   (".env.example", ".env.sample", ".env.template", ".env.dist", ".env.defaults",
+                    "*.env.example", "*.env.sample", ".flake8", ".pylintrc", ".coveragerc"),
+                   section=_INI_SECTION),
+        TextFormat("json", (".json", ".jsonc", ".json5")),
+        # Schema statements start sections; data statements stay with the schema before them.
+        TextFormat("sql", (".sql",), section=re.compile(
+            r"(?P<title>(?:CREATE|ALTER|DROP|COMMENT\s+ON|GRANT|REVOKE)\b[^(;\n]*)",
+            re.IGNORECASE)),
+        TextFormat("dockerfile", (".dockerfile",), ("dockerfile", "dockerfile.*", "containerfile"),
+                   section=re.compile(r"FROM\s+(?P<title>\S+(?:\s+AS\s+\S+)?)", re.IGNORECASE)),
+        TextFormat("makefile", (".mk", ".mak"), ("makefile", "gnumakefile", "makefile.*"),
+                   section=re.compile(
+                       r"(?!\.PHONY|\.SUFFIXES|\.DEFAULT|\.SILENT)"
+                       r"(?P<title>[A-Za-z0-9_./%$(){}-][^:=#\n\t]*?)[ \t]*::?(?!=)")),
+        TextFormat("cmake", (".cmake",), ("cmakelists.txt",), section=re.compile(
+            r"(?P<title>(?:function|macro|project|add_library|add_executable)\s*\([^)\s]*)",
+            re.IGNORECASE)),
+        TextFormat("hcl", (".tf", ".tfvars", ".hcl"), section=re.compile(
+            r"(?P<title>(?:resource|data|module|variable|output|provider|locals|terraform)\b[^{\n]*?)"
+            r"[ \t]*\{")),
+        TextFormat("protobuf", (".proto",), section=re.compile(
+            r"(?P<title>(?:message|service|enum|extend)\s+[\w.]+)")),
+        TextFormat("graphql", (".graphql", ".gql", ".graphqls"), section=re.compile(
+            r"(?P<title>(?:type|input|interface|enum|union|scalar|schema|query|mutation|subscription"
+            r"|fragment|directive|extend)\b[^{(=\n]*)")),
+        TextFormat("html", (".html", ".htm", ".xhtml"), section=re.compile(
+            r"<h(?P<level>[1-6])\b[^>]*>(?P<title>.*?)</h[1-6]>", re.IGNORECASE),
+                   section_anywhere=True),
+        TextFormat("css", (".css", ".scss", ".sass", ".less")),
+        TextFormat("xml", (".xml", ".xsd", ".xsl", ".xslt", ".svg", ".plist", ".csproj", ".props",
+                           ".targets", ".vbproj", ".fsproj")),
+    )
+}
+# Files that no table above knows are indexed as text in this language (file rows and line
+# windows), unless their content is binary: no repository is refused for its language.
+OTHER_LANGUAGE = "other"
+
+
+# --- Extensions two languages share ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SharedExtension:
+    """An extension two languages use (`.h`: C or C++). A file is `alternative` when its head
+    shows that language's constructs, or when its directory holds `alternative`'s sources
+    and none of `default`'s; else it is `default`."""
+
+    default: str
+    alternative: str
+    constructs: re.Pattern[str]
+    alternative_neighbours: frozenset[str]
+    default_neighbours: frozenset[str]
+
+
+SHARED_EXTENSIONS = MappingProxyType({
+    ".h": SharedExtension(
+        "c", "cpp",
+        re.compile(r"^\s*(?:template\s*<|namespace\s+[\w:]*\s*\{|class\s+\w+[^;(]*\{"
+                   r"|(?:public|private|protected)\s*:|using\s+namespace\b|constexpr\b"
+                   r"|#\s*include\s*<(?:string|vector|memory|map|iostream|utility|cstddef|cstdint|type_traits"
+                   r"|functional|algorithm)>)"
+                   r"|\bstd::|\w::\w", re.MULTILINE),
+        frozenset({".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"}),
+        frozenset({".c"}),
+    ),
+})
+_COMMENTS_RE = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+# --- Secrets: never indexed, whatever their format ------------------------------------------------
+
+# A real `.env` holds credentials; its `.env.example` (a text format above) does not.
+SECRET_NAMES = (".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
+                "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".netrc", ".pgpass", ".npmrc", ".pypirc")
+
+
+# Version control's own files: about the repository, not in it.
+VCS_FILES = frozenset({".gitignore", ".gitattributes", ".gitmodules", ".gitkeep", ".keep",
+                       ".hgignore", ".hgtags"})
+
+
 # --- Derived from the tables above ----------------------------------------------------------------
 
 _CODE_LANGUAGE_BY_EXTENSION = {ext: spec.name for spec in LANGUAGES.values() for ext in spec.extensions}
-# Every extension tree-sitter parses, and every extension that gets indexed at all.
+_TEXT_FORMAT_BY_EXTENSION = {ext: fmt.name for fmt in TEXT_FORMATS.values() for ext in fmt.extensions}
+# Name patterns before extensions (`CMakeLists.txt` is CMake, not a text document).
+_LANGUAGE_BY_NAME = tuple((pattern, fmt.name) for fmt in TEXT_FORMATS.values() for pattern in fmt.file_names) \
+    + tuple((pattern, spec.name) for spec in LANGUAGES.values() for pattern in spec.file_names)
+_LANGUAGE_BY_INTERPRETER = {name: spec.name for spec in LANGUAGES.values() for name in spec.interpreters}
+_SHEBANG_RE = re.compile(r"#!\s*\S*/(?:env\s+(?:-\S+\s+)*)?([\w.+-]+)")
+_SECRET_EXAMPLES = tuple(p for fmt in TEXT_FORMATS.values() for p in fmt.file_names if p.startswith(".env"))
+# Every extension tree-sitter parses, and every extension known by name (other files are
+# indexed too, as `other`).
 SOURCE_EXTENSIONS = tuple(_CODE_LANGUAGE_BY_EXTENSION)
-INDEXED_EXTENSIONS = SOURCE_EXTENSIONS + tuple(DOC_EXTENSIONS)
+INDEXED_EXTENSIONS = SOURCE_EXTENSIONS + tuple(DOC_EXTENSIONS) + tuple(_TEXT_FORMAT_BY_EXTENSION)
 # Call names that instantiate their qualifier (`Foo.__init__()`, `Foo::new()`), in any language.
 CONSTRUCTOR_CALLS = frozenset().union(
     *(spec.constructor_names | spec.factory_names for spec in LANGUAGES.values())
@@ -358,14 +491,64 @@ def code_language(path: str) -> str | None:
 
 
 def language_for(path: str) -> str | None:
-    """The language a file is indexed as: a doc format, else a source language, else None."""
+    """The language a file is indexed as, by its name: a format or language its name or
+    extension says (`Dockerfile`, `x.yaml`, `README`, `x.rs`), else None: then its content
+    decides (`language_from_content`)."""
     pure = PurePosixPath(path)
+    name = pure.name.lower()
+    for pattern, language in _LANGUAGE_BY_NAME:
+        if fnmatchcase(name, pattern):
+            return language
     suffix = pure.suffix.lower()
     if suffix in DOC_EXTENSIONS:
         return DOC_EXTENSIONS[suffix]
-    if not suffix and pure.name.lower() in DOC_NAMES:
+    if not suffix and name in DOC_NAMES:
         return "text"
-    return code_language(path)
+    return code_language(path) or _TEXT_FORMAT_BY_EXTENSION.get(suffix)
+
+
+def needs_content(path: str) -> bool:
+    """Whether a file's language depends on its head: a script without an extension (its
+    `#!` line), or an extension two languages share (`.h`)."""
+    pure = PurePosixPath(path)
+    if pure.suffix.lower() in SHARED_EXTENSIONS:
+        return True
+    return language_for(path) is None and not pure.suffix
+
+
+def language_from_content(path: str, head: str, neighbours: frozenset[str] = frozenset()) -> str:
+    """The language of a file its name leaves open, from its first bytes (`head`) and the
+    extensions of the other files in its directory (`neighbours`, lowercase, with dots)."""
+    shared = SHARED_EXTENSIONS.get(PurePosixPath(path).suffix.lower())
+    if shared is not None:
+        return _shared_language(shared, head, neighbours)
+    shebang = _SHEBANG_RE.match(head)
+    interpreter = shebang.group(1) if shebang else ""
+    return _LANGUAGE_BY_INTERPRETER.get(interpreter.rstrip("0123456789.") or interpreter,
+                                        _LANGUAGE_BY_INTERPRETER.get(interpreter, OTHER_LANGUAGE))
+
+
+def _shared_language(shared: SharedExtension, head: str, neighbours: frozenset[str]) -> str:
+    """Content first (comments removed, so `// see Foo::bar` says nothing), then neighbours."""
+    if shared.constructs.search(_COMMENTS_RE.sub("", head)):
+        return shared.alternative
+    if neighbours & shared.alternative_neighbours and not neighbours & shared.default_neighbours:
+        return shared.alternative
+    return shared.default
+
+
+def is_secret(path: str) -> bool:
+    """Whether a file holds credentials by its name (`.env`, `id_rsa`, `*.pem`): never indexed."""
+    name = PurePosixPath(path).name.lower()
+    if any(fnmatchcase(name, pattern) for pattern in _SECRET_EXAMPLES):
+        return False
+    return any(fnmatchcase(name, pattern) for pattern in SECRET_NAMES)
+
+
+def section_format(language: str) -> TextFormat | None:
+    """The text format of a language whose files are cut into sections by a heading pattern."""
+    fmt = TEXT_FORMATS.get(language)
+    return fmt if fmt is not None and fmt.section is not None else None
 
 
 def language_family(language: str) -> str:
@@ -410,6 +593,8 @@ class RoleRule:
     role: str
     dirs: frozenset[str] = frozenset()  # directory names (lowercase), at any depth
     names: tuple[str, ...] = ()  # file-name patterns (fnmatch, lowercase)
+    # File-name patterns whose case matters: `*Test.php` is a test, `Latest.php` is not.
+    cased_names: tuple[str, ...] = ()
 
 
 # First match wins; a path that matches none is "docs" for documents, else "source".
@@ -418,6 +603,11 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("generated", names=(
         "*_pb2.py", "*_pb2_grpc.py",  # protobuf / gRPC for Python
         "*.pb.go", "*.pb.cc", "*.pb.h",  # protobuf for Go and C++
+        "*.g.dart", "*.freezed.dart", "*.pb.dart", "*.designer.cs",  # Dart and .NET code generators
+        # lock files: written by package managers
+        "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "cargo.lock", "poetry.lock",
+        "pipfile.lock", "gemfile.lock", "composer.lock", "mix.lock", "pubspec.lock",
+        "package.resolved", "podfile.lock", "go.sum", "flake.lock", "uv.lock",
     )),
     RoleRule("test", dirs=frozenset({
         "test", "tests", "testing",  # Python, Rust `tests/`, Java/Maven `src/test/`, Go `testing/`
@@ -425,14 +615,24 @@ ROLE_RULES: tuple[RoleRule, ...] = (
         "testdata",  # Go: fixtures the go tool ignores
         "spec",  # RSpec, Jasmine
         "__tests__",  # Jest
+        "androidtest", "integrationtest",  # Gradle source sets: src/androidTest/kotlin
     }), names=(
         "test_*",  # pytest / unittest: test_*.py
-        "*_test.*",  # pytest *_test.py, Go *_test.go, C++ gtest *_test.cc
+        "*_test.*",  # pytest *_test.py, Go *_test.go, C++ gtest *_test.cc, ExUnit *_test.exs, Dart
+        "*_spec.*",  # RSpec *_spec.rb, busted *_spec.lua
         "*.test.*", "*.spec.*",  # Jest, Vitest, Mocha: *.test.ts, *.spec.js
         "conftest.py",  # pytest fixtures
+        "*.bats",  # Bash Automated Testing System
+    ), cased_names=(
+        "*Test.java", "*Tests.java", "*Test.kt", "*Tests.kt",  # JUnit
+        "*Tests.cs", "*Test.cs",  # xUnit, NUnit, MSTest
+        "*Test.php",  # PHPUnit
+        "*Tests.swift", "*Test.swift",  # XCTest
+        "*Spec.scala", "*Test.scala", "*Suite.scala",  # ScalaTest, MUnit
+        "*Spec.hs",  # Hspec
     )),
     RoleRule("benchmark", dirs=frozenset({"bench", "benches", "benchmark", "benchmarks"})),
-    RoleRule("example", dirs=frozenset({"example", "examples", "example_scripts"})),
+    RoleRule("example", dirs=frozenset({"example", "examples", "example_scripts", "samples"})),
     RoleRule("docs", dirs=frozenset({"doc", "docs"})),
 )
 
@@ -453,8 +653,10 @@ def file_role(path: str, head_text: str = "") -> str:
 @lru_cache(maxsize=65536)
 def _path_role(path: str) -> str:
     """What the path alone says (search asks this for every candidate, so it is memoised)."""
+    cased_name = path.rsplit("/", 1)[-1]
     *dirs, name = path.lower().split("/")
     for rule in ROLE_RULES:
-        if rule.dirs.intersection(dirs) or any(fnmatchcase(name, p) for p in rule.names):
+        if rule.dirs.intersection(dirs) or any(fnmatchcase(name, p) for p in rule.names) \
+                or any(fnmatchcase(cased_name, p) for p in rule.cased_names):
             return rule.role
     return "docs" if language_for(path) in DOC_LANGUAGES else "source"

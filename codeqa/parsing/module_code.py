@@ -114,6 +114,31 @@ def module_chunks(root: Node, lines: Sequence[str], definition_rows: Collection[
     return [chunk for run in runs for chunk in _split(run, text, cap)]
 
 
+def line_chunks(lines: Sequence[str]) -> list[CodeChunk]:
+    """A file no grammar parses, as windows of whole lines: the text fallback's module code.
+
+    Each window holds at most the cap that keeps the file within `MAX_CHUNKS` windows (at
+    least `CHUNK_CHARS`) and ends after a blank line where that leaves it at least half full,
+    so paragraphs and blocks stay whole. Blank windows are dropped."""
+    text = _Lines(lines)
+    total = text.chars(0, len(lines) - 1)
+    cap = max(CHUNK_CHARS, -(-total // (MAX_CHUNKS - 2)))
+    chunks: list[CodeChunk] = []
+    start = 0
+    while start < len(lines):
+        stop = start
+        while stop + 1 < len(lines) and text.chars(start, stop + 1) <= cap:
+            stop += 1
+        if stop + 1 < len(lines):
+            blank = next((row for row in range(stop, start, -1) if not lines[row].strip()), None)
+            if blank is not None and text.chars(start, blank) >= cap // 2:
+                stop = blank
+        if any(line.strip() for line in lines[start:stop + 1]):
+            chunks.append(text.chunk(start, stop))
+        start = stop + 1
+    return chunks
+
+
 def file_head(chunks: Sequence[CodeChunk]) -> str:
     """What the file row holds of the module body: its start, up to `CHUNK_CHARS`."""
     return "\n".join(chunk.code for chunk in chunks)[:CHUNK_CHARS]
