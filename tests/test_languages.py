@@ -184,7 +184,9 @@ def test_every_query_file_exists_and_every_family_is_a_language() -> None:
     ("NOTES", "some words\n", (), OTHER_LANGUAGE),
     ("x.h", "template <typename T>\nT id(T t);\n", (), "cpp"),
     ("x.h", "class Widget : public Base {\n};\n", (), "cpp"),
-    ("x.h", "#include <vector>\n", (), "cpp"),
+    ("x.h", "#include <vector>\n", (), "cpp"),  # C's standard headers all end in .h
+    ("x.h", "FMT_BEGIN_NAMESPACE\nenum class color : uint32_t { red };\n", (), "cpp"),  # fmt's color.h
+    ("x.h", "#include <stdint.h>\nstatic_assert(sizeof(int) == 4, \"int\");\n", (), "c"),  # C11 has it too
     ("x.h", "#ifdef __cplusplus\nextern \"C\" {\n#endif\nint f(void);\n", (), "c"),  # C, callable from C++
     ("x.h", "/* like std::list */\nint f(void);\n", (), "c"),  # comments say nothing
     ("x.h", "int f(void);\n", (".cpp", ".h"), "cpp"),

@@ -441,11 +441,12 @@ class SharedExtension:
 SHARED_EXTENSIONS = MappingProxyType({
     ".h": SharedExtension(
         "c", "cpp",
+        # Templates, namespaces, classes, access labels, `enum class`, C++ keywords, a standard
+        # header without `.h` (`<vector>`, `<cstdint>`; C's all end in `.h`), `::` scopes.
         re.compile(r"^\s*(?:template\s*<|namespace\s+[\w:]*\s*\{|class\s+\w+[^;(]*\{"
-                   r"|(?:public|private|protected)\s*:|using\s+namespace\b|constexpr\b"
-                   r"|#\s*include\s*<(?:string|vector|memory|map|iostream|utility|cstddef|cstdint|type_traits"
-                   r"|functional|algorithm)>)"
-                   r"|\bstd::|\w::\w", re.MULTILINE),
+                   r"|(?:public|private|protected)\s*:|using\s+namespace\b|enum\s+(?:class|struct)\b"
+                   r"|#\s*include\s*<\w+>)"
+                   r"|\b(?:constexpr|noexcept|nullptr|decltype)\b|\bstd::|\w::\w", re.MULTILINE),
         frozenset({".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"}),
         frozenset({".c"}),
     ),
