@@ -10,6 +10,7 @@ reason, never a transport traceback.
 from __future__ import annotations
 
 import importlib.util
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -63,24 +64,34 @@ def _is_transient(exc: Exception) -> bool:
     return False
 
 
-def _describe(exc: Exception, base_url: str, timeout: float) -> str:
-    """A one-line, user-facing account of an openai exception (or of an answer it could not read)."""
-    where = f"LLM at {base_url}"
+# A URL inside a transport error's text: the user's messages name the setting, not the address
+# (an internal host, a port on the server), which stays in the configuration and the logs.
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>]+", re.IGNORECASE)
+
+
+def _detail(text: object, limit: int = 200) -> str:
+    """An exception's text for a user: one line, URLs left out."""
+    return one_line(_URL.sub("<url>", str(text)), limit)
+
+
+def _describe(exc: Exception, where: str, timeout: float) -> str:
+    """A one-line, user-facing account of an openai exception (or of an answer it could not read),
+    about `where` (`the LLM endpoint (CODEQA_LLM_BASE_URL)`, `the embedded LLM`)."""
     if isinstance(exc, _NOT_OPENAI):
-        return f"{where} did not answer in the OpenAI API format ({one_line(exc, 80)}); {NOT_OPENAI_HINT}"
+        return f"{where} did not answer in the OpenAI API format ({_detail(exc, 80)}); {NOT_OPENAI_HINT}"
     if isinstance(exc, openai.APITimeoutError):
         return f"{where} did not answer within {timeout:g} s (timeout)"
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc
-        return f"{where} is unreachable: {one_line(str(cause) or type(cause).__name__)}"
+        return f"{where} is unreachable: {_detail(cause) or type(cause).__name__}"
     if isinstance(exc, openai.APIStatusError):
-        detail = one_line(exc.message)
+        detail = _detail(exc.message)
         if exc.status_code == 429:
             return f"{where} is rate-limiting requests (HTTP 429): {detail}"
         if exc.status_code >= 500:
             return f"{where} failed (HTTP {exc.status_code}): {detail}"
         return f"{where} rejected the request (HTTP {exc.status_code}): {detail}"
-    return f"{where} failed: {one_line(str(exc))}"
+    return f"{where} failed: {_detail(exc)}"
 
 
 class LLMClient:
@@ -168,7 +179,7 @@ class LLMClient:
             if not finished:
                 raise _NotOpenAI("the stream ended before the LLM finished its answer")
         except (openai.OpenAIError, *_NOT_OPENAI) as exc:
-            reason = _describe(exc, self._current_url(), self.settings.llm_timeout)
+            reason = _describe(exc, self._where(), self.settings.llm_timeout)
             raise LLMUnavailable(f"{reason} (the answer was cut off)") from exc
         finally:
             chunks.close()
@@ -184,7 +195,7 @@ class LLMClient:
             listed = self._client(base_url).models.list(timeout=min(self.settings.llm_timeout, 5.0))
             list(listed)  # a page of models, or it was not the OpenAI API that answered
         except (openai.OpenAIError, *_NOT_OPENAI) as exc:
-            return LLMStatus(False, _describe(exc, base_url, 5.0), base_url, False, self._models())
+            return LLMStatus(False, _describe(exc, self._where(), 5.0), base_url, False, self._models())
         return LLMStatus(True, "endpoint answers", base_url, False, self._models())
 
     def model_for(self, role: str) -> str:
@@ -235,7 +246,7 @@ class LLMClient:
             listed = self._with_retries(lambda client: client.models.list().data)
             if not listed:
                 raise LLMUnavailable(
-                    f"LLM at {self.settings.llm_base_url} lists no models: set CODEQA_CHAT_MODEL"
+                    f"{self._where()} lists no models: set CODEQA_CHAT_MODEL"
                 )
             self._discovered_model = listed[0].id
         return self._discovered_model
@@ -247,10 +258,9 @@ class LLMClient:
             raise LLMUnavailable(NO_LLM_HINT)
         return self.server.base_url()
 
-    def _current_url(self) -> str:
-        if self.settings.llm_base_url:
-            return self.settings.llm_base_url.rstrip("/")
-        return (self.server.running_url() if self.server else None) or "the embedded server"
+    def _where(self) -> str:
+        """Which LLM a message is about, by the setting that chose it, not its address."""
+        return "the LLM endpoint (CODEQA_LLM_BASE_URL)" if self.settings.llm_base_url else "the embedded LLM"
 
     def _client(self, base_url: str) -> openai.OpenAI:
         with self._lock:
@@ -277,7 +287,7 @@ class LLMClient:
             try:
                 return call(self._client(base_url).with_options(timeout=max(left, 0.01)))
             except (openai.OpenAIError, *_NOT_OPENAI) as exc:
-                reason = _describe(exc, base_url, budget)
+                reason = _describe(exc, self._where(), budget)
                 suffix = f" (after {attempt + 1} attempts)" if attempt else ""
                 wait = self.backoff * 2**attempt
                 if not isinstance(exc, openai.OpenAIError) or not _is_transient(exc):
