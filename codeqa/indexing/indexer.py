@@ -12,6 +12,7 @@ import gc
 import hashlib
 import json
 import logging
+import sys
 import time
 from collections import Counter
 from contextlib import contextmanager
@@ -44,6 +45,10 @@ log = logging.getLogger("codeqa.index")
 # Distinct texts embedded (and their vectors written) at a time: a few seconds of the local
 # model on CPU, so progress moves and a crash loses little; shorter batches cost more merges.
 VECTOR_BATCH = 512
+# Off a terminal (a log file, `make run`, a service), a stage's progress is a line at every
+# PROGRESS_STEP percent, or after PROGRESS_EVERY_S seconds without one, whichever comes first.
+PROGRESS_STEP = 10
+PROGRESS_EVERY_S = 10.0
 
 
 class NothingToIndexError(CodeQAError):
@@ -111,6 +116,56 @@ def batch_gc() -> Iterator[None]:
     finally:
         gc.set_threshold(*previous)
         gc.unfreeze()
+
+
+def _duration(seconds: float) -> str:
+    """`42s`, `3m05s`, `1h02m`: short enough for a progress line."""
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+class Progress:
+    """How far one stage of a run is (files parsed, rows embedded), on stderr: a bar on a
+    terminal; elsewhere, where a bar's carriage returns would be one endless line or nothing,
+    a line per PROGRESS_STEP percent or PROGRESS_EVERY_S seconds, with the rate and the time
+    left, and one when the stage is done. `show=False` says nothing."""
+
+    def __init__(self, desc: str, total: int, unit: str, show: bool | None) -> None:
+        self.desc, self.total, self.unit = desc, total, unit
+        self.enabled = show is not False and total > 0
+        self.bar = tqdm(total=total, unit=unit, desc=desc) if self.enabled and sys.stderr.isatty() else None
+        self.done = 0
+        self.started = self.last_line = time.monotonic()
+        self.last_step = 0
+
+    def update(self, count: int) -> None:
+        self.done += count
+        if self.bar is not None:
+            self.bar.update(count)
+        elif self.enabled and self.done < self.total:
+            now = time.monotonic()
+            step = self.done * 100 // self.total // PROGRESS_STEP
+            if step > self.last_step or now - self.last_line >= PROGRESS_EVERY_S:
+                self.last_step, self.last_line = step, now
+                self._line(now)
+
+    def _line(self, now: float) -> None:
+        elapsed = now - self.started
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        left = f", about {_duration((self.total - self.done) / rate)} left" if rate > 0 else ""
+        print(f"{self.desc}: {self.done:,}/{self.total:,} {self.unit}s ({self.done * 100 // self.total}%), "
+              f"{rate:,.1f} {self.unit}s/s{left}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        elif self.enabled and self.done:
+            print(f"{self.desc}: {self.done:,}/{self.total:,} {self.unit}s done in "
+                  f"{_duration(time.monotonic() - self.started)}", file=sys.stderr, flush=True)
 
 
 @contextmanager
@@ -321,7 +376,8 @@ def index_repo(root: str | Path, settings: Settings, name: str | None = None,
     eval passes one that remembers vectors across commits).
 
     One run per repo at a time (`index_lock`): if another run holds the repo's lock, wait up to
-    `wait` seconds for it, then `IndexBusyError`."""
+    `wait` seconds for it, then `IndexBusyError`. Files parsed and rows embedded are reported
+    on stderr as they go (`Progress`) unless `progress` is False."""
     db = db if db is not None else tables_mod.connect(settings)
     started = time.perf_counter()
     root_path = _repo_root(root)
@@ -426,8 +482,7 @@ def fill_vectors(repo: RepoTables, info: RepoInfo, embedder: Embedder, report: I
     left), writing each batch as soon as it is done and the count still waiting to the registry
     (the web app shows it; search ranks the waiting rows by their text meanwhile). A crash
     loses at most one batch: the next run finds the rest still without vectors."""
-    bar = tqdm(total=report.vectors_pending, unit="row", desc="Embedding",
-               disable=None if progress is None else not progress)
+    bar = Progress("Embedding", report.vectors_pending, "row", progress)
     try:
         for table in repo.row_tables:
             for batch in tables_mod.embedding_batches(repo.rows_without_vectors(table), VECTOR_BATCH):
@@ -460,7 +515,7 @@ def _write_files(repo: RepoTables, todo: list[SourceFile], batch_size: int, repo
                  progress: bool | None, walked_at: int, lock: RepoLock) -> None:
     """Parse and write the files that changed, a batch at a time (while the lock is ours).
     Rows whose text is unchanged keep their vector; the others get theirs in `fill_vectors`."""
-    bar = tqdm(total=len(todo), unit="file", desc="Parsing", disable=None if progress is None else not progress)
+    bar = Progress("Parsing", len(todo), "file", progress)
     try:
         for start in range(0, len(todo), batch_size):
             batch = todo[start:start + batch_size]
@@ -473,13 +528,13 @@ def _write_files(repo: RepoTables, todo: list[SourceFile], batch_size: int, repo
                     if rows.too_deep:
                         report.too_deep[file.path] = rows.too_deep
                     parsed.append(rows)
+                    bar.update(1)
             rows = {name: [r for p in parsed for r in p.rows[name]] for name in tables_mod.ROW_TABLES}
             with _stage(report, "write"):
                 tables_mod.reuse_vectors([r for t in rows.values() for r in t],
                                          repo.cached_vectors([f.path for f in batch]))
                 lock.check()
                 repo.replace_files([p.manifest for p in parsed], rows)
-            bar.update(len(batch))
     finally:
         bar.close()
 
