@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from codeqa.chat.chat_commands import (COMMANDS, Command, CommandError, Location, completion_target, complete_commands,
-                           parse_location, parse_message)
+from codeqa.chat.chat_commands import (COMMANDS, Command, CommandError, CompletionTarget, Location, completion_target,
+                                       complete_commands, parse_location, parse_message, quote_argument)
 
 pytestmark = pytest.mark.unit
 
@@ -85,3 +85,37 @@ def test_command_completion_lists_every_command_for_a_bare_at():
     assert [c["value"] for c in complete_commands("")] == [f"@{name} " for name in COMMANDS]
     assert [c["label"] for c in complete_commands("ref")] == ["@references NAME"]
     assert [c["value"] for c in complete_commands("at")] == ["@symbols-at "]
+
+
+@pytest.mark.parametrize("message, argument", [
+    ("@file .eslintrc.js what does it enable?", ".eslintrc.js"),  # a dotfile keeps its dot
+    ("see @file ./.github/ci.yml:3.", "./.github/ci.yml:3"),
+    ('@file "with space.py" what is it?', "with space.py"),
+    ("@file 'docs/user guide.md':2-4 explain", "docs/user guide.md:2-4"),
+    ("@definition `Cart.add`?", "Cart.add"),
+    ("""@file '"quoted".py'""", '"quoted".py'),
+])
+def test_dotfiles_and_quoted_arguments_arrive_whole(message, argument):
+    parsed = parse_message(message)
+    assert parsed.commands[0].argument == argument and parsed.problems == ()
+
+
+def test_a_quoted_path_reads_back_as_its_location():
+    parsed = parse_message('@file "with space.py":3-4 why?')
+    assert parsed.commands[0].location == Location("with space.py", 3, 4)
+    assert parsed.question == "why?"
+
+
+@pytest.mark.parametrize("path", ["shop/models.py", ".eslintrc.js", "with space.py", "ends.", "(odd)", 'say "hi".py'])
+def test_autocomplete_values_parse_back_to_the_same_path(path):
+    assert parse_message(f"@file {quote_argument(path)} why?").commands == (Command("file", path),)
+
+
+@pytest.mark.parametrize("text, kind, prefix, start", [
+    ("@file .esl", "path", ".esl", 6),
+    ('@file "with sp', "path", "with sp", 6),  # replaced from the quote: the value comes back quoted
+    ("@definition 'Car", "symbol", "Car", 12),
+])
+def test_autocomplete_reads_dotfiles_and_an_open_quote(text, kind, prefix, start):
+    assert completion_target(text) == CompletionTarget(kind, prefix, start)
+    assert completion_target('@file "with space.py" ') is None

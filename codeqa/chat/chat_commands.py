@@ -6,9 +6,11 @@
     @file PATH[:LINE | :L1-L2]     an indexed file, or a line / range of it
     @symbols-at PATH:LINE          the symbols used around a line, and their definitions
 
-Any number of commands may stand anywhere in a message; what remains is the question. This
-module is pure text handling: resolving a command against an index happens elsewhere. The
-same grammar drives autocomplete (`completion_target`), so the two can never disagree.
+Any number of commands may stand anywhere in a message; what remains is the question. An
+argument holding spaces is quoted: `@file "docs/user guide.md"` (autocomplete quotes such a
+path itself, `quote_argument`). This module is pure text handling: resolving a command against
+an index happens elsewhere. The same grammar drives autocomplete (`completion_target`), so the
+two can never disagree.
 """
 
 from __future__ import annotations
@@ -32,8 +34,12 @@ PATH_COMMANDS = frozenset({"file", "symbols-at"})
 
 # An @word starts a message or follows whitespace or an opening bracket (not an e-mail address).
 _AT_WORD = re.compile(r"(?<![\w@.])@([A-Za-z][\w-]*)")
-_ARGUMENT = re.compile(r"[ \t]+([^\s]+)")
-_TRAILING = ".,;!?)]}'\"`"
+# A command's argument: a quoted one (any characters but its quote and a newline, then maybe a
+# line range), or a bare word.
+_ARGUMENT = re.compile(r"""[ \t]+(?:(?P<quote>["'`])(?P<quoted>(?:(?!(?P=quote))[^\n])+)(?P=quote)"""
+                       r"""(?P<lines>:\d+(?:-\d+)?)?|(?P<bare>\S+))""")
+_OPENING = "('\"`"  # taken off the front of a bare argument: `(@file a.py)`, a stray quote
+_TRAILING = ".,;!?)]}'\"`"  # taken off its end: sentence punctuation, closing brackets and quotes
 _LOCATION = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
 SUGGEST_CUTOFF = 0.75  # how close an unknown @word must be to a command name to be called a typo
 
@@ -110,8 +116,22 @@ def parse_location(text: str, needs_line: bool = False) -> Location:
     return Location(path, start, end)
 
 
-def _clean_argument(raw: str) -> str:
-    return raw.strip(_TRAILING).lstrip("('\"`")
+def _argument(found: re.Match[str]) -> str:
+    """The argument as meant: a quoted one as is (with its line range), a bare one without the
+    brackets, quotes and punctuation around it. The front loses only openers, so a dotfile's
+    dot stays (`@file .eslintrc.js`)."""
+    if found["quoted"] is not None:
+        return found["quoted"] + (found["lines"] or "")
+    return found["bare"].rstrip(_TRAILING).lstrip(_OPENING)
+
+
+def quote_argument(value: str) -> str:
+    """`value` written so `parse_message` reads it back whole: quoted when it holds whitespace
+    or starts or ends with what a bare argument loses (`"with space.py"`)."""
+    if value and not re.search(r"\s", value) and value == value.rstrip(_TRAILING).lstrip(_OPENING):
+        return value
+    quote = next((q for q in "\"'`" if q not in value), '"')
+    return f"{quote}{value}{quote}"
 
 
 def suggest_command(word: str) -> str | None:
@@ -137,7 +157,7 @@ def parse_message(text: str) -> ParsedMessage:
         argument = ""
         if COMMANDS[name][0]:
             found = _ARGUMENT.match(text, end)
-            argument = _clean_argument(found.group(1)) if found else ""
+            argument = _argument(found) if found else ""
             if found and argument and not argument.startswith("@"):
                 end = found.end()
             else:
@@ -175,22 +195,26 @@ class CompletionTarget:
 
 
 _TRAILING_COMMAND = re.compile(r"(?<![\w@.])@([\w-]*)$")
-_TRAILING_ARGUMENT = re.compile(r"(?<![\w@.])@([A-Za-z][\w-]*)[ \t]+([^\s]*)$")
+# A half-typed argument: an opened quote and what follows it, or a bare word so far.
+_TRAILING_ARGUMENT = re.compile(r"""(?<![\w@.])@([A-Za-z][\w-]*)[ \t]+(?:(["'`])((?:(?!\2)[^\n])*)|([^\s"'`]*))$""")
 
 
 def completion_target(text: str) -> CompletionTarget | None:
-    """`...@def` → a command; `@definition Ca` → a symbol; `@file sh` → a path; else None."""
+    """`...@def` → a command; `@definition Ca` → a symbol; `@file sh` or `@file "my fi` → a path
+    (replaced from the quote on: the chosen value comes back quoted when it must be); else None."""
     match = _TRAILING_COMMAND.search(text)
     if match:
         return CompletionTarget("command", match.group(1), match.start())
     match = _TRAILING_ARGUMENT.search(text)
     if not match:
         return None
-    name, argument = match.group(1).lower(), match.group(2)
+    name = match.group(1).lower()
+    quoted = match.group(2) is not None
+    argument, start = (match.group(3), match.start(2)) if quoted else (match.group(4), match.start(4))
     if name in SYMBOL_COMMANDS:
-        return CompletionTarget("symbol", argument, match.start(2))
+        return CompletionTarget("symbol", argument, start)
     if name in PATH_COMMANDS and ":" not in argument:  # after the colon comes a line number
-        return CompletionTarget("path", argument, match.start(2))
+        return CompletionTarget("path", argument, start)
     return None
 
 
