@@ -8,25 +8,32 @@ Keys (all under one prefix, all with a TTL that each write renews):
 (`embedded_redis.py`), persisting to the data directory. When Redis is down a call raises
 `ChatStoreUnavailable` with a message for the user; redis-py reconnects on the next call, and
 an embedded server that died is started again by the call that finds it gone.
+
+A stalled Redis (hung, stopped, swapping) must not stall the app: a call waits at most
+`REDIS_TIMEOUT`, and after a timeout calls fail at once for `QUIET_SECONDS` before one tries
+again, so a page or a chat turn spends one timeout, not one per call. A Redis that can't write
+to its disk (`MISCONF`: full, read-only) still answers reads; writes and pings fail with a
+message that says so ("the disk is full").
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import redis
 
-from codeqa.chat.embedded_redis import EmbeddedRedis, EmbeddedRedisError
+from codeqa.chat.embedded_redis import EmbeddedRedis, EmbeddedRedisBusy, EmbeddedRedisError
 from codeqa.core.errors import UnavailableError, one_line
 
 log = logging.getLogger("codeqa.chat_store")
 
 DEFAULT_PREFIX = "codeqa"
+REDIS_TIMEOUT = 2.0  # seconds a call waits for Redis to connect or answer
+QUIET_SECONDS = 10.0  # after a timeout, calls fail at once this long before one tries again
 
 
 class ChatStoreUnavailable(UnavailableError):
@@ -43,7 +50,18 @@ class StoredContext:
     created_at: float
 
 
-_CONNECTION_ERRORS = (redis.ConnectionError, redis.TimeoutError, OSError)
+_CONNECTION_ERRORS = (redis.ConnectionError, OSError)
+
+
+def _disk_problem(reply: str) -> str:
+    """What a `MISCONF` reply says about Redis's disk, in a few words: the AOF's error names the
+    system's reason (`...AOF file: No space left on device`); the RDB's says only that it failed."""
+    reason = reply.rsplit(": ", 1)[-1].strip().rstrip(".")
+    if "No space left" in reason:
+        return "the disk is full"
+    if "Read-only file system" in reason:
+        return "its disk is read-only"
+    return "it can't save to its disk (its log says why)"
 
 
 class ChatStore:
@@ -58,15 +76,15 @@ class ChatStore:
         self.ttl_seconds = ttl_seconds
         self.max_messages = max_messages
         self.description = description
-        self._lock = threading.Lock()
+        self._quiet_until = 0.0  # time.monotonic() before which calls fail at once (after a timeout)
 
     @classmethod
     def connect(cls, redis_url: str, data_dir: Path, **kwargs) -> "ChatStore":
         if redis_url:
-            client = redis.Redis.from_url(redis_url, socket_timeout=5, socket_connect_timeout=3,
+            client = redis.Redis.from_url(redis_url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT,
                                           health_check_interval=30)
             return cls(client, description=f"Redis at {_redact(redis_url)}", **kwargs)
-        embedded = EmbeddedRedis(data_dir)
+        embedded = EmbeddedRedis(data_dir, socket_timeout=REDIS_TIMEOUT)
         embedded.client()  # start it now: a server that can't start is reported at start-up
         return cls(embedded=embedded, description="the embedded Redis", **kwargs)
 
@@ -74,21 +92,52 @@ class ChatStore:
         return f"{self.prefix}:{user}:{repo}:{kind}"
 
     def _call(self, action):
-        """Run `action(client)`; a dead embedded server is started again and the action retried."""
+        """Run `action(client)`; every failure is a `ChatStoreUnavailable` saying why."""
+        if time.monotonic() < self._quiet_until:
+            raise self._stalled()
         try:
-            return action(self._embedded.client() if self._embedded else self._client)
+            if self._embedded is not None:
+                return self._embedded_call(action)
+            return self._attempt(action, self._client)
+        except EmbeddedRedisBusy as exc:
+            raise ChatStoreUnavailable(exc.message) from exc
+        except _CONNECTION_ERRORS as exc:
+            raise ChatStoreUnavailable(
+                f"{self.description} is unavailable ({exc.__class__.__name__}): the conversation "
+                "can't be loaded or saved until it is reachable again.") from exc
+
+    def _embedded_call(self, action):
+        """`action` on the embedded server; one that died is started again and the action retried."""
+        try:
+            return self._attempt(action, self._embedded.client())
         except (EmbeddedRedisError, *_CONNECTION_ERRORS) as exc:
-            if self._embedded is None:
-                raise ChatStoreUnavailable(
-                    f"{self.description} is unavailable ({exc.__class__.__name__}): the conversation "
-                    "can't be loaded or saved until it is reachable again.") from exc
             log.warning("the embedded Redis failed (%s); starting it again", exc)
         try:
-            return action(self._embedded.recover())
+            return self._attempt(action, self._embedded.recover())
         except (EmbeddedRedisError, *_CONNECTION_ERRORS) as exc:
             raise ChatStoreUnavailable(
                 f"The embedded Redis stopped and could not be started again ({one_line(exc, 160)}): the "
                 "conversation can't be loaded or saved; the server log has the details.") from exc
+
+    def _attempt(self, action, client: redis.Redis):
+        """`action(client)`, with the failures that no restart mends said as they are: a timeout
+        (the server is stalled, not gone: restarting it would not help) and a refused write."""
+        try:
+            return action(client)
+        except redis.TimeoutError as exc:
+            self._quiet_until = time.monotonic() + QUIET_SECONDS
+            log.warning("%s did not answer within %g s", self.description, REDIS_TIMEOUT)
+            raise self._stalled() from exc
+        except redis.ResponseError as exc:
+            if "MISCONF " not in str(exc):  # a pipeline's error starts "Command # 1 (RPUSH ...) of pipeline"
+                raise
+            log.warning("%s refuses writes: %s", self.description, exc)
+            raise ChatStoreUnavailable(f"{self.description} can't write to its disk ({_disk_problem(str(exc))}): "
+                                       "the conversation is not saved until it can.") from exc
+
+    def _stalled(self) -> ChatStoreUnavailable:
+        return ChatStoreUnavailable(f"{self.description} did not answer within {REDIS_TIMEOUT:g} s: the "
+                                    "conversation can't be loaded or saved until it answers again.")
 
     def ping(self) -> tuple[bool, str]:
         try:

