@@ -21,7 +21,7 @@ from flask import Flask
 from codeqa import web
 from codeqa.chat.answer import ChatBudget
 from codeqa.core.config import Settings
-from codeqa.core.errors import CLI_ERRORS, cli_exit
+from codeqa.core.errors import run_cli
 from codeqa.services import Services
 
 log = logging.getLogger("codeqa.app")
@@ -65,23 +65,32 @@ def close_app(app: Flask) -> None:
     app.extensions["codeqa"].close()
 
 
-def main(argv: list[str] | None = None, prog: str = "app.py") -> int:
+def build_parser(prog: str = "app.py") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=prog, description="Serve the CodeQA web chat (waitress).")
-    parser.add_argument("--host", default=os.environ.get("CODEQA_HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(os.environ.get("CODEQA_PORT", "5000")))
-    parser.add_argument("--threads", type=int, default=16)
-    args = parser.parse_args(argv)
+    parser.add_argument("--host", default=os.environ.get("CODEQA_HOST", "127.0.0.1"),
+                        help="address to listen on (default: CODEQA_HOST, else 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("CODEQA_PORT", "5000")),
+                        help="port to listen on (default: CODEQA_PORT, else 5000)")
+    parser.add_argument("--threads", type=int, default=16,
+                        help="requests served at once (default 16; a chat holds one while it streams)")
+    return parser
+
+
+def main(argv: list[str] | None = None, prog: str = "app.py") -> int:
+    args = build_parser(prog).parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return run_cli(lambda: _serve(args))
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """Start the app and serve it until stopped; `main` reports the errors a user can act on."""
     from waitress import serve
 
+    app = create_app()
     try:
-        app = create_app()
         app.extensions["codeqa"].start()  # load models and start embedded services before the first request
-    except CLI_ERRORS as exc:
-        return cli_exit(exc)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # run atexit cleanups on `kill`
-    log.info("CodeQA on http://%s:%d", args.host, args.port)
-    try:
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # run atexit cleanups on `kill`
+        log.info("CodeQA on http://%s:%d", args.host, args.port)
         serve(app, host=args.host, port=args.port, threads=args.threads, channel_timeout=300)
     finally:
         close_app(app)

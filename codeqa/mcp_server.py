@@ -12,7 +12,9 @@ loads in the background while the client connects).
 Each tool answers with text written for a model to read (`path:start-end` locations, numbered
 lines) and the same data as structured content (its output schema is published). Errors a
 user can act on (`errors.CodeQAError`) come back as tool errors carrying the CLI's one-line
-message.
+message; so do arguments the tool's input schema refuses ("k must be a whole number from 1 to
+50."), never a validation dump. Names the repository chose are shown escaped
+(`errors.printable`): an agent's terminal shows tool output too.
 
 Which repo a call is about: its `repo` argument, else `--repo`, else the indexed repo whose
 root holds the server's working directory (editors start servers in the project folder), else
@@ -29,15 +31,17 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path, PurePosixPath
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from codeqa.core.config import Settings
 from codeqa.indexing.create_tables import UnknownRepoError, sql_quote
-from codeqa.core.errors import CLI_ERRORS, CodeQAError, cli_exit, one_line
+from codeqa.core.errors import (CodeQAError, InvalidArgument, one_line, printable, printable_lines, repo_path_prefix,
+                                run_cli, user_error)
 from codeqa.parsing.languages import language_for
 from codeqa.core.records import RepoInfo
 from codeqa.chat.resolver import MAX_DEFINITIONS, ROW_COLUMNS
@@ -195,9 +199,16 @@ class ReposOutput(BaseModel):
 
 # --- The tools' work, on the core ------------------------------------------------------------
 
-def _numbered(lines: list[str], first: int) -> str:
+def _numbered(lines: list[str], first: int) -> list[str]:
     width = len(str(first + len(lines) - 1))
-    return "\n".join(f"{first + i:>{width}}  {line}" for i, line in enumerate(lines))
+    return [f"{first + i:>{width}}  {line}" for i, line in enumerate(lines)]
+
+
+def _name_argument(value: str, argument: str) -> str:
+    """A name to look up, refused when blank: every definition's name would 'match' it."""
+    if not value.strip():
+        raise InvalidArgument(f"{argument} must be a symbol name such as parse or Cart.add, not empty.")
+    return value
 
 
 def _plural(count: int, word: str) -> str:
@@ -247,7 +258,8 @@ class CodeTools:
     def search_code(self, query: str, repo: str | None, k: int, lang: str | None,
                     path: str | None) -> tuple[str, SearchOutput]:
         info = self.repo(repo)
-        options = SearchOptions(k=k, hyde=False, language=lang, path_prefix=path and _repo_relative(info, path))
+        options = SearchOptions(k=k, hyde=False, language=lang,
+                                path_prefix=repo_path_prefix(path and _repo_relative(info, path)))
         result = self.services.retriever.search(info.name, query, options)
         hits = []
         for hit in result.results:
@@ -273,7 +285,7 @@ class CodeTools:
                       for rank, file in enumerate(files, 1)]
         if not hits and lang and lang.lower() not in info.stats.files_by_language:
             lines.append(f"No {lang} files are indexed; languages: {', '.join(sorted(info.stats.files_by_language))}.")
-        return "\n".join(lines), SearchOutput(repo=info.name, results=hits, files=files, notices=result.notices)
+        return printable_lines(lines), SearchOutput(repo=info.name, results=hits, files=files, notices=result.notices)
 
     def _definitions(self, info: RepoInfo, name: str, columns: list[str]) -> tuple[list[dict], list[str]]:
         """Rows defining `name` (best first), or suggestions of similar names."""
@@ -284,6 +296,7 @@ class CodeTools:
         return [], [f"{s.qualified_name} ({s.file_path}:{s.start_line})" for s in similar]
 
     def find_symbol(self, name: str, repo: str | None) -> tuple[str, SymbolOutput]:
+        name = _name_argument(name, "name")
         info = self.repo(repo)
         rows, suggestions = self._definitions(info, name, ROW_COLUMNS + ["code"])
         lookup = self.services.commands.lookup(info)
@@ -299,13 +312,14 @@ class CodeTools:
         lines = [f"{_plural(len(rows), 'definition')} of {name} in {info.name}"
                  + (f" (the first {len(found)}):" if len(rows) > len(found) else ":")]
         for d in found:
-            lines += ["", _headline(d), _numbered(d.code.splitlines(), d.start_line)]
+            lines += ["", _headline(d), *_numbered(d.code.splitlines(), d.start_line)]
             if d.code_truncated:
                 lines.append(f"... (to line {d.end_line}: read_code path={d.file_path} start="
                              f"{d.start_line + MAX_CODE_LINES})")
-        return "\n".join(lines), output
+        return printable_lines(lines), output
 
     def find_references(self, symbol: str, repo: str | None, limit: int) -> tuple[str, ReferencesOutput]:
+        symbol = _name_argument(symbol, "symbol")
         info = self.repo(repo)
         rows = self.services.commands.rows(info, f"id = {sql_quote(symbol)}")
         suggestions: list[str] = []
@@ -326,7 +340,7 @@ class CodeTools:
         lines.append(f"{_plural(len(ranked), 'use')}{shown}, most relevant first:" if ranked else "No uses recorded.")
         lines += [f"{u.location}  {one_line(u.text, 160)}" + (f"  [in {u.caller}]" if u.caller else "")
                   for u in uses]
-        return "\n".join(lines), output
+        return printable_lines(lines), output
 
     def read_code(self, path: str, repo: str | None, start: int, end: int | None) -> tuple[str, CodeOutput]:
         info = self.repo(repo)
@@ -342,13 +356,15 @@ class CodeTools:
         language = language_for(path) or "text"
         more = f"; call again with start={last + 1} for more" if last < wanted else ""
         header = f"{path} lines {start}-{last} of {len(lines)} ({language}){more}:"
-        return header + "\n" + _numbered(shown, start), CodeOutput(
+        return printable_lines([header, *_numbered(shown, start)]), CodeOutput(
             repo=info.name, path=path, language=language, start=start, end=last, total_lines=len(lines), lines=shown)
 
     def list_repos(self) -> tuple[str, ReposOutput]:
         repos = self.services.repos()
         default = self.default(repos)
-        summaries = [RepoSummary(**info.summary()) for info in repos]
+        # While a repo's first index run still writes its rows (`indexed_at` 0), none has a vector.
+        summaries = [RepoSummary(**{**info.summary(), **({} if info.indexed_at else {"embedded_percent": 0})})
+                     for info in repos]
         if not repos:
             return NO_REPOS, ReposOutput(repos=[], default=None)
         lines = []
@@ -356,27 +372,83 @@ class CodeTools:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.indexed_at)) if s.indexed_at else "never"
             languages = ", ".join(f"{lang} {n}" for lang, n in sorted(s.languages.items()))
             mark = "  (default)" if default and default.name == s.name else ""
-            lines.append(f"{s.name}{mark}: {s.root}\n  {s.files} files ({languages}); {s.methods} functions, "
-                         f"{s.classes} classes, {s.docs} docs sections, {s.references} references; "
-                         f"indexed {when}")
-        return "\n".join(lines), ReposOutput(repos=summaries, default=default.name if default else None)
+            lines.append(f"{s.name}{mark}: {s.root}")
+            lines.append(f"  {s.files} files ({languages}); {s.methods} functions, {s.classes} classes, "
+                         f"{s.docs} docs sections, {s.references} references; indexed {when}")
+        return printable_lines(lines), ReposOutput(repos=summaries, default=default.name if default else None)
 
 
 def _not_found(name: str, info: RepoInfo, suggestions: list[str]) -> str:
     hint = f" Did you mean: {'; '.join(suggestions)}?" if suggestions else " Try search_code."
-    return f"No definition named {name} in {info.name}.{hint}"
+    return printable(f"No definition named {name} in {info.name}.{hint}")
 
 
 # --- The MCP face ----------------------------------------------------------------------------
+
+def _tool_error(message: object) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=printable(one_line(message, 1000)))], is_error=True)
+
 
 def _answer(work: Callable[[], tuple[str, BaseModel]]) -> CallToolResult:
     """Run a tool's work: its text and data, or a tool error with the one-line message."""
     try:
         text, data = work()
-    except CLI_ERRORS as exc:
-        return CallToolResult(content=[TextContent(type="text", text=one_line(exc, 1000))], is_error=True)
+    except Exception as exc:
+        problem = user_error(exc)
+        if problem is None:
+            raise  # a bug: the SDK logs it and tells the client no more than the tool's name
+        return _tool_error(problem)
     return CallToolResult(content=[TextContent(type="text", text=text)],
                           structured_content=data.model_dump(mode="json"))
+
+
+def _allowed(prop: dict[str, Any]) -> str:
+    """What an argument of this JSON schema may be, in words: `a whole number from 1 to 50`."""
+    options = prop.get("anyOf", [prop])
+    value = next((option for option in options if option.get("type") != "null"), prop)
+    if value.get("type") == "integer":
+        low, high = value.get("minimum"), value.get("maximum")
+        what = (f"a whole number from {low:,} to {high:,}" if low is not None and high is not None
+                else f"a whole number of at least {low:,}" if low is not None else "a whole number")
+    else:
+        what = {"string": "a string", "boolean": "true or false"}.get(value.get("type"), "valid")
+    return what + (", or left out" if len(options) > 1 else "")
+
+
+def argument_problem(tool: str, schema: dict[str, Any], arguments: dict[str, Any],
+                     error: ValidationError | None) -> str | None:
+    """One line on what is wrong with a call's arguments, from the tool's input schema (unknown
+    names, then the first value the schema refused), or None when they are fine."""
+    properties: dict[str, Any] = schema.get("properties", {})
+    unknown = sorted(set(arguments) - set(properties))
+    if unknown:
+        takes = ", ".join(properties) or "no arguments"
+        return f"{tool} has no argument {unknown[0]!r}; it takes {takes}."
+    if error is None:
+        return None
+    first = error.errors()[0]
+    name = str(first["loc"][0]) if first["loc"] else ""
+    if name not in properties:
+        return f"{tool}'s arguments are not valid: it takes {', '.join(properties)}."
+    if first["type"] == "missing":
+        return f"{name} is required: {properties[name].get('description', 'see the tool description')}."
+    return f"{name} must be {_allowed(properties[name])}."
+
+
+class CodeQAServer(MCPServer):
+    """The SDK's server, with argument errors said as CodeQA says its own: one line on what is
+    allowed (`k must be a whole number from 1 to 50.`), not the validation dump the SDK sends."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
+        if name in schemas and (problem := argument_problem(name, schemas[name], arguments, None)):
+            return _tool_error(problem)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if name not in schemas or not isinstance(exc.__cause__, ValidationError):
+                raise
+            return _tool_error(argument_problem(name, schemas[name], arguments, exc.__cause__))
 
 
 RepoArg = Annotated[str | None, Field(description="indexed repo name (see list_repos); default: the "
@@ -396,14 +468,14 @@ def create_server(tools: CodeTools) -> MCPServer:
         finally:
             tools.services.close()
 
-    server = MCPServer("codeqa", instructions=INSTRUCTIONS, lifespan=lifespan)
+    server = CodeQAServer("codeqa", instructions=INSTRUCTIONS, lifespan=lifespan)
 
     @server.tool(annotations=READ_ONLY)
     def search_code(
         query: Annotated[str, Field(description="a question, a task, or a bug report / error message / "
                                                 "stack trace as is (up to 20,000 characters)")],
         repo: RepoArg = None,
-        k: Annotated[int, Field(ge=1, le=MAX_K, description="how many results")] = 10,
+        k: Annotated[int, Field(ge=1, le=MAX_K, strict=True, description="how many results")] = 10,
         lang: Annotated[str | None, Field(description="only this language: python, java, javascript, "
                                                       "typescript, rust, go, c, cpp, markdown, ...")] = None,
         path: Annotated[str | None, Field(description="only files under this path prefix, e.g. src/api/")] = None,
@@ -436,8 +508,8 @@ def create_server(tools: CodeTools) -> MCPServer:
                                                  "symbol id from search_code / find_symbol to pick one "
                                                  "definition among several with the same name")],
         repo: RepoArg = None,
-        limit: Annotated[int, Field(ge=1, le=MAX_USES, description="most uses to list (the total is "
-                                                                    "always given)")] = DEFAULT_USES,
+        limit: Annotated[int, Field(ge=1, le=MAX_USES, strict=True, description="most uses to list (the "
+                                                                                 "total is always given)")] = DEFAULT_USES,
     ) -> Annotated[CallToolResult, ReferencesOutput]:
         """List every recorded use of a symbol (calls, instantiations, type uses, `extends` /
         `implements`) as `path:line:column` with the line's text and the function it sits in,
@@ -450,8 +522,9 @@ def create_server(tools: CodeTools) -> MCPServer:
         path: Annotated[str, Field(description="file path relative to the repo root, as the other tools "
                                                "print it (an absolute path inside the repo works too)")],
         repo: RepoArg = None,
-        start: Annotated[int, Field(ge=1, description="first line, 1-based")] = 1,
-        end: Annotated[int | None, Field(ge=1, description="last line, inclusive (default: to the end)")] = None,
+        start: Annotated[int, Field(ge=1, strict=True, description="first line, 1-based")] = 1,
+        end: Annotated[int | None, Field(ge=1, strict=True, description="last line, inclusive (default: to "
+                                                                        "the end)")] = None,
     ) -> Annotated[CallToolResult, CodeOutput]:
         """Read numbered lines of an indexed file (at most 500 per call; the answer says where to
         continue). Only files in the repo's index can be read."""
@@ -474,18 +547,23 @@ def _warm_up(services: Services) -> None:
         log.warning("search is not ready: %s", exc)
 
 
-def main(argv: list[str] | None = None, prog: str = "codeqa mcp") -> int:
+def build_parser(prog: str = "codeqa mcp") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=prog, description="Serve CodeQA's tools to MCP clients "
                                      "(coding agents, editors) over stdio.")
     parser.add_argument("--repo", help="the repo tools use when a call does not name one "
                                        "(default: the repo holding the working directory, or the only one)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None, prog: str = "codeqa mcp") -> int:
+    args = build_parser(prog).parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        services = Services(Settings.from_env())
-    except CLI_ERRORS as exc:
-        return cli_exit(exc)
-    create_server(CodeTools(services, args.repo)).run("stdio")
+    return run_cli(lambda: _serve(args.repo))
+
+
+def _serve(repo: str | None) -> int:
+    """Serve the tools over stdio until the client hangs up; `main` reports the errors a user can act on."""
+    create_server(CodeTools(Services(Settings.from_env()), repo)).run("stdio")
     return 0
 
 

@@ -16,12 +16,13 @@ import sys
 import time
 
 from codeqa.core.config import Settings
-from codeqa.core.errors import CLI_ERRORS, cli_exit
+from codeqa.core.errors import printable, printable_lines, run_cli
 from codeqa.core.records import RepoInfo
 from codeqa.core.servers import yield_cpu
 from codeqa.indexing.indexer import IndexReport, index_repo, remove_repo
 from codeqa.parsing.treesitter import MAX_NESTING
 from codeqa.services import Services
+
 
 def _format_report(report: IndexReport) -> str:
     lines = [f"note: {notice}" for notice in report.notices]
@@ -53,7 +54,7 @@ def _format_report(report: IndexReport) -> str:
                      f"part of their enclosing definition's row, e.g. in {', '.join(list(report.too_deep)[:3])}")
     timings = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in report.timings.items())
     lines.append(f"  time: {timings}")
-    return "\n".join(lines)
+    return printable_lines(lines)  # file names are the repository's: no escape sequence reaches the terminal
 
 
 def _format_repos(repos: list[RepoInfo]) -> str:
@@ -63,12 +64,12 @@ def _format_repos(repos: list[RepoInfo]) -> str:
     for info in repos:
         stats = info.stats
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.indexed_at)) if info.indexed_at else "never"
-        lines.append(f"{info.name}\t{info.root}\n  {stats.files} files, {stats.methods} methods, "
-                     f"{stats.classes} classes, {stats.docs} docs, "
+        lines.append(f"{info.name}\t{info.root}")
+        lines.append(f"  {stats.files} files, {stats.methods} methods, {stats.classes} classes, {stats.docs} docs, "
                      f"{stats.references} references; model {info.embedding_model} "
                      f"({info.embedding_dim}-d); last indexed {when}"
                      + (f"; {stats.embedded_percent}% embedded" if stats.embedded_percent < 100 else ""))
-    return "\n".join(lines)
+    return printable_lines(lines)
 
 
 def build_parser(prog: str = "preprocessing.py") -> argparse.ArgumentParser:
@@ -81,15 +82,16 @@ def build_parser(prog: str = "preprocessing.py") -> argparse.ArgumentParser:
     index.add_argument("--rebuild", action="store_true",
                        help="index from scratch into new tables, then switch to them (needed after "
                             "changing the embedding model); searches use the old index meanwhile")
-    index.add_argument("--no-progress", action="store_true", help="no progress bar")
+    index.add_argument("--no-progress", action="store_true",
+                       help="no progress output (a bar on a terminal, else a line every 10%% or 10 s)")
     watch = commands.add_parser("watch", help="index a repo, then keep its index fresh: re-index after "
                                 "every burst of file changes until Ctrl-C")
     watch.add_argument("path", help="the repository's root directory")
     watch.add_argument("--name", help="name to index it under (default: the folder name)")
-    watch.add_argument("--no-progress", action="store_true", help="no progress bar for the first run")
+    watch.add_argument("--no-progress", action="store_true", help="no progress output for the first run")
     commands.add_parser("list", help="list indexed repos")
     remove = commands.add_parser("remove", help="delete a repo's index")
-    remove.add_argument("name")
+    remove.add_argument("name", help="the repo's name, as `list` shows it")
     for command in (index, remove):
         command.add_argument("--wait", type=_seconds, default=0.0, metavar="SECONDS",
                              help="if another run is indexing this repo, wait up to this long for it "
@@ -117,41 +119,54 @@ def _watch(args: argparse.Namespace, services: Services) -> None:
         nonlocal first
         if first:
             print(_format_report(report))
-            print(f"Watching {report.root} for changes (Ctrl-C to stop)", flush=True)
+            print(printable(f"Watching {report.root} for changes (Ctrl-C to stop)"), flush=True)
             first = False
         else:
-            print(format_run(report), flush=True)
+            print(printable(format_run(report)), flush=True)
 
     watch_repo(args.path, services.settings, services.db, name=args.name,
-               on_changes=lambda paths: print(format_changes(paths), flush=True), on_run=on_run,
+               on_changes=lambda paths: print(printable(format_changes(paths)), flush=True), on_run=on_run,
                progress=False if args.no_progress else None)
+
+
+class _OneLineFormatter(logging.Formatter):
+    """Log records as one line each: a warning's traceback (a lock not released on a full disk)
+    is for `--verbose`, and the error that follows it says what went wrong."""
+
+    def formatException(self, exc_info) -> str:  # noqa: N802 - logging's name
+        return ""
 
 
 def main(argv: list[str] | None = None, prog: str = "preprocessing.py") -> int:
     """The CLI (`codeqa` runs it with its own `prog`); returns the exit status."""
     args = build_parser(prog).parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s") if args.verbose
+                         else _OneLineFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler])
     try:
-        services = Services(Settings.from_env())
-        if args.command in ("index", "watch"):
-            yield_cpu(services.settings.background_niceness)  # searches of a running web app go first
-        if args.command == "index":
-            report = index_repo(args.path, services.settings, name=args.name, rebuild=args.rebuild,
-                                progress=False if args.no_progress else None, db=services.db, wait=args.wait)
-            print(_format_report(report))
-        elif args.command == "watch":
-            _watch(args, services)
-        elif args.command == "list":
-            print(_format_repos(services.repos()))
-        else:
-            info = remove_repo(services.db, args.name, args.wait)
-            print(f"Removed {info.name} ({info.root}).")
-    except CLI_ERRORS as exc:
-        return cli_exit(exc)
+        return run_cli(lambda: _run(args))
     except KeyboardInterrupt:
         print("interrupted: the index is consistent; rerun to finish", file=sys.stderr)
         return 130
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The subcommand's work; `main` reports the errors a user can act on."""
+    services = Services(Settings.from_env())
+    if args.command in ("index", "watch"):
+        yield_cpu(services.settings.background_niceness)  # searches of a running web app go first
+    if args.command == "index":
+        report = index_repo(args.path, services.settings, name=args.name, rebuild=args.rebuild,
+                            progress=False if args.no_progress else None, db=services.db, wait=args.wait)
+        print(_format_report(report))
+    elif args.command == "watch":
+        _watch(args, services)
+    elif args.command == "list":
+        print(_format_repos(services.repos()))
+    else:
+        info = remove_repo(services.db, args.name, args.wait)
+        print(printable(f"Removed {info.name} ({info.root})."))
     return 0
 
 

@@ -17,7 +17,7 @@ import sys
 from typing import Iterator
 
 from codeqa.core.config import Settings
-from codeqa.core.errors import CLI_ERRORS, cli_exit
+from codeqa.core.errors import printable, printable_lines, repo_path_prefix, run_cli
 from codeqa.parsing.languages import ROLES
 from codeqa.search.retrieval import QueryError, SearchOptions, SearchResult, check_options
 from codeqa.services import Services
@@ -44,7 +44,7 @@ def _format_human(result: SearchResult) -> str:
         lines.append(f"{rank:2}. {file.path}  ({file.role})" + (f"  {best}" if best else ""))
     timings = ", ".join(f"{k} {v:.0f} ms" for k, v in result.timings_ms.items())
     lines.append(f"time: {timings}; rerank: {'used' if result.rerank['used'] else result.rerank['reason']}")
-    return "\n".join(lines)
+    return printable_lines(lines)  # names and code are the repository's: no escape sequence reaches the terminal
 
 
 def build_parser(prog: str = "codeqa") -> argparse.ArgumentParser:
@@ -52,24 +52,26 @@ def build_parser(prog: str = "codeqa") -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     search = commands.add_parser("search", help="search a repo for a question")
     search.add_argument("query", nargs="?", help="the question (omit with --batch)")
-    search.add_argument("--repo", required=True)
-    search.add_argument("--k", type=int, default=10)
+    search.add_argument("--repo", required=True, help="the indexed repo to search (`codeqa list` names them)")
+    search.add_argument("--k", type=int, default=10, help="how many results, 1 to 50 (default 10)")
     search.add_argument("--hyde", action=argparse.BooleanOptionalAction, default=False,
                         help="run the two LLM HyDE steps first (off by default)")
     rerank = search.add_mutually_exclusive_group()
-    rerank.add_argument("--rerank", dest="rerank", action="store_true", default=None)
-    rerank.add_argument("--no-rerank", dest="rerank", action="store_false")
+    rerank.add_argument("--rerank", dest="rerank", action="store_true", default=None,
+                        help="rerank the candidates with ColBERT (default: CODEQA_RERANK)")
+    rerank.add_argument("--no-rerank", dest="rerank", action="store_false", help="do not rerank")
     search.add_argument("--lang", help="only this language (python, java, ...)")
-    search.add_argument("--path", help="only files under this path prefix")
+    search.add_argument("--path", help="only files under this path prefix, relative to the repo root")
     search.add_argument("--role", choices=ROLES, help="only files of this role (source, test, ...)")
-    search.add_argument("--mode", choices=["hybrid", "vector", "bm25"], default="hybrid")
+    search.add_argument("--mode", choices=["hybrid", "vector", "bm25"], default="hybrid",
+                        help="hybrid (default): vectors and BM25 fused; or only one of them")
     search.add_argument("--pool", type=int, help="candidates per table before rerank (default 3 × k)")
     search.add_argument("--json", action="store_true", help="one JSON object per query")
     search.add_argument("--batch", help='JSONL file of {"id", "query"} objects')
     context = commands.add_parser("context", help="what the LLM would see for a chat message: its "
                                   "@-commands resolved, the search run, the context packed")
     context.add_argument("message", help='a chat message, e.g. "@definition Cart @references Cart how?"')
-    context.add_argument("--repo", required=True)
+    context.add_argument("--repo", required=True, help="the indexed repo the message is about")
     context.add_argument("--budget", type=int, help="context tokens (default: CODEQA_CONTEXT_TOKENS)")
     context.add_argument("--k", type=int, default=8, help="search hits for @codebase")
     context.add_argument("--hyde", action="store_true", help="run HyDE for @codebase (off by default)")
@@ -88,8 +90,8 @@ def _context_main(args: argparse.Namespace, services: Services) -> int:
         print(json.dumps(assembled.to_json()))
         return 0
     for notice in assembled.notices:
-        print(f"note: {notice}", file=sys.stderr)
-    print(assembled.text)
+        print(printable(f"note: {notice}"), file=sys.stderr)
+    print(printable_lines(assembled.text.splitlines()))
     summary = assembled.summary()
     print(f"-- {summary['tokens']} of {summary['budget']} tokens; {summary['included']} sources whole, "
           f"{summary['trimmed']} trimmed, {summary['omitted']} left out", file=sys.stderr)
@@ -113,24 +115,22 @@ def main(argv: list[str] | None = None, prog: str = "codeqa") -> int:
     if args.command == "search" and bool(args.query) == bool(args.batch):
         print("error: give either a QUESTION or --batch FILE", file=sys.stderr)
         return 2
-    services = None
-    try:
-        services = Services(Settings.from_env())
+    return run_cli(lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The subcommand's work; `main` reports the errors a user can act on."""
+    with Services(Settings.from_env()) as services:
         if args.command == "context":
             return _context_main(args, services)
         _search_main(args, services)
-    except CLI_ERRORS as exc:
-        return cli_exit(exc)
-    finally:
-        if services is not None:
-            services.close()
     return 0
 
 
 def _search_main(args: argparse.Namespace, services: Services) -> None:
     """`codeqa search`: one question, or a JSONL batch (a bad query there is one error line)."""
     options = SearchOptions(k=args.k, hyde=args.hyde, rerank=args.rerank, language=args.lang,
-                            path_prefix=args.path, role=args.role, mode=args.mode, pool=args.pool)
+                            path_prefix=repo_path_prefix(args.path), role=args.role, mode=args.mode, pool=args.pool)
     check_options(options)  # once, not once per query of a batch
     queries = _batch(args.batch) if args.batch else [(None, args.query)]
     for query_id, query in queries:

@@ -11,7 +11,8 @@ from codeqa.chat.chat_store import ChatStoreUnavailable
 from codeqa.core.config import Settings
 from codeqa.indexing.create_tables import FileNotIndexedError, InvalidPathError, ModelMismatchError, UnknownRepoError
 from codeqa.indexing.embeddings import EmbeddingError
-from codeqa.core.errors import CodeQAError, ConfigError, LLMUnavailable, cli_exit
+from codeqa.core.errors import (CodeQAError, ConfigError, InvalidArgument, LLMUnavailable, StorageError, cli_exit,
+                                printable, printable_lines, repo_path_prefix, user_error)
 from codeqa.llm.weights import ModelFileError
 from codeqa.indexing.indexer import NothingToIndexError
 from codeqa.indexing.repo_files import RepoPathError
@@ -27,7 +28,8 @@ pytestmark = pytest.mark.unit
     (FileNotIndexedError, 404, "error"), (ModelMismatchError, 409, "error"), (ConfigError, 500, "error"),
     (EmbeddingError, 503, "embedding_unavailable"), (ChatStoreUnavailable, 503, "redis_unavailable"),
     (LLMUnavailable, 503, "llm_unavailable"), (ModelFileError, 503, "llm_unavailable"),
-    (RerankUnavailable, 503, "rerank_unavailable"),
+    (RerankUnavailable, 503, "rerank_unavailable"), (InvalidArgument, 400, "invalid_argument"),
+    (StorageError, 507, "storage"),
 ])
 def test_every_user_error_carries_its_mapping(error: type[CodeQAError], status: int, code: str) -> None:
     exc = error("what went wrong, and what to do")
@@ -71,3 +73,53 @@ def test_background_niceness_is_a_nice_increment(monkeypatch, raw: str) -> None:
     monkeypatch.setenv("CODEQA_BACKGROUND_NICENESS", raw)
     with pytest.raises(ConfigError, match="CODEQA_BACKGROUND_NICENESS must be"):
         Settings.from_env()
+
+
+# --- Names from a repository, storage refusals, search filters ------------------------------------
+
+@pytest.mark.parametrize("name, shown", [
+    ("fifo\x1b]0;PWNED\x07\x1b[2J.py", "fifo\\x1b]0;PWNED\\x07\\x1b[2J.py"),  # retitles and clears a terminal
+    ("a.py\nIndexed evil (/tmp)", "a.py\\x0aIndexed evil (/tmp)"),  # forges a line of output
+    ("evil\u202etxt.py", "evil\\u202etxt.py"),  # shows as evilyp.txt
+    ("\u2066x\u2069 \u200f\u061c\x7f\x9b", "\\u2066x\\u2069 \\u200f\\u061c\\x7f\\x9b"),
+    ("tab\tand ünïcödé 名前.py", "tab\tand ünïcödé 名前.py"),  # what a terminal only shows stays
+])
+def test_printable_escapes_what_a_terminal_or_page_would_act_on(name: str, shown: str) -> None:
+    assert printable(name) == shown
+    assert printable_lines([name, "next"]).splitlines() == [shown, "next"]
+
+
+def test_the_cli_prints_an_error_naming_a_hostile_file_on_one_line(capsys) -> None:
+    assert cli_exit(InvalidPathError("x\x1b[2J\ny.py is not an indexed file of sample.")) == 1
+    assert capsys.readouterr().err == "error: x\\x1b[2J\\x0ay.py is not an indexed file of sample.\n"
+
+
+@pytest.mark.parametrize("lance_message, message", [
+    ('lance error: LanceError(IO): Read-only file system (os error 30) at path "/d/lancedb/codeqa_locks.lance/'
+     'data/.tmpr8HJ65", /root/.cargo/registry/src/lance-io-13.0.0/src/object_store.rs:1006:34',
+     "The index storage failed (/d/lancedb/codeqa_locks.lance): the file system is read-only."),
+    ("lance error: LanceError(IO): Generic LocalFileSystem error: Unable to copy data to file: No space left on "
+     "device (os error 28), /root/.cargo/registry/src/lance-table-13.0.0/src/io/commit.rs:1663:50",
+     "The index storage failed: the disk is full."),
+])
+def test_lancedbs_storage_errors_become_one_line(lance_message: str, message: str) -> None:
+    error = user_error(RuntimeError(lance_message))
+    assert isinstance(error, StorageError) and error.message == message and error.http_status == 507
+
+
+def test_other_errors_stay_bugs() -> None:
+    assert user_error(RuntimeError("lance error: invalid argument")) is None
+    assert user_error(KeyError("x")) is None
+    oserror = OSError(28, "No space left on device")
+    assert user_error(oserror) is oserror
+
+
+@pytest.mark.parametrize("prefix", ["../", "..", "src/../../etc", "/etc", "/"])
+def test_a_search_path_outside_the_repo_is_refused(prefix: str) -> None:
+    with pytest.raises(InvalidArgument, match=r"^path must be a folder or file path inside the repo"):
+        repo_path_prefix(prefix)
+
+
+@pytest.mark.parametrize("prefix", [None, "", "src/", "./src", ".github/", "a..b/", 5])
+def test_other_search_paths_pass_to_the_search(prefix) -> None:
+    assert repo_path_prefix(prefix) == prefix

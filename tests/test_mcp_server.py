@@ -165,3 +165,34 @@ def test_the_default_repo_is_the_one_asked_for_or_the_projects(default_repo, wor
     chosen = CodeTools(None, default_repo, Path(workdir)).default(repos)  # type: ignore[arg-type]
     assert (chosen.name if chosen else None) == expected
     assert CodeTools(None, None, Path("/elsewhere")).default(repos[:1]).name == "app"  # type: ignore[arg-type]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("tool, arguments, message", [
+    ("search_code", {}, "query is required: a question, a task, or a bug report / error message / stack trace as "
+                        "is (up to 20,000 characters)."),
+    ("search_code", {"query": 5}, "query must be a string."),
+    ("search_code", {"query": "cart", "k": 500}, "k must be a whole number from 1 to 50."),
+    ("search_code", {"query": "cart", "k": -1}, "k must be a whole number from 1 to 50."),
+    ("search_code", {"query": "cart", "k": "10"}, "k must be a whole number from 1 to 50."),  # as the web API says
+    ("search_code", {"query": "cart", "k": True}, "k must be a whole number from 1 to 50."),
+    ("search_code", {"query": "cart", "k": 2.5}, "k must be a whole number from 1 to 50."),
+    ("search_code", {"query": "cart", "lang": 3}, "lang must be a string, or left out."),
+    ("search_code", {"query": "cart", "top_k": 3}, "search_code has no argument 'top_k'; it takes query, repo, k, "
+                                                   "lang, path."),
+    ("search_code", {"query": "cart", "path": "../"}, "path must be a folder or file path inside the repo, relative "
+                                                      "to its root (no '..', not absolute), e.g. src/api/."),
+    ("search_code", {"query": "cart", "path": "/etc"}, "path must be a folder or file path inside the repo, "
+                                                       "relative to its root (no '..', not absolute), e.g. src/api/."),
+    ("find_symbol", {"name": ""}, "name must be a symbol name such as parse or Cart.add, not empty."),
+    ("find_symbol", {"name": "   "}, "name must be a symbol name such as parse or Cart.add, not empty."),
+    ("find_symbol", {"name": None}, "name must be a string."),
+    ("find_references", {"symbol": ""}, "symbol must be a symbol name such as parse or Cart.add, not empty."),
+    ("find_references", {"symbol": "Cart", "limit": 0}, "limit must be a whole number from 1 to 2,000."),
+    ("read_code", {"path": None}, "path must be a string."),
+    ("read_code", {"path": "shop/models.py", "start": "3"}, "start must be a whole number of at least 1."),
+    ("read_code", {"path": "shop/models.py", "end": 0}, "end must be a whole number of at least 1, or left out."),
+    ("list_repos", {"verbose": True}, "list_repos has no argument 'verbose'; it takes no arguments."),
+])
+def test_bad_arguments_get_one_line_saying_what_is_allowed(mcp, tool, arguments, message):
+    assert mcp.error(tool, **arguments) == message
