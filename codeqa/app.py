@@ -45,7 +45,8 @@ def _load_secret(settings: Settings) -> str:
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
-    """Build the app. `config` may carry `CODEQA_SETTINGS` (a Settings) and Flask config keys."""
+    """Build the app. `config` may carry `CODEQA_SETTINGS` (a Settings), `CODEQA_HOST` (the
+    address the server is bound to: a name the app answers to) and Flask config keys."""
     app = Flask(__name__)
     app.config.update(MAX_CONTENT_LENGTH=MAX_REQUEST_BYTES, CODEQA_CHAT_BUDGET={},
                       SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax",
@@ -56,7 +57,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.config["SECRET_KEY"] = _load_secret(settings)
     budget = ChatBudget.from_settings(settings, **app.config["CODEQA_CHAT_BUDGET"])
     app.extensions["codeqa"] = Services(settings, chat_budget=budget)  # parts are built on first use
-    web.register(app)
+    web.register(app, web.FrontDoor.from_settings(settings, app.config.get("CODEQA_HOST", "")))
     return app
 
 
@@ -65,8 +66,17 @@ def close_app(app: Flask) -> None:
     app.extensions["codeqa"].close()
 
 
+SERVE_EPILOG = """\
+The app answers only requests naming 127.0.0.1, localhost, [::1] or the --host address, and
+takes chat messages and other changes only from its own page, so no web page the browser
+opens can use it. For a name of its own (on the LAN, or a reverse proxy that passes its
+public Host on) set CODEQA_ALLOWED_HOSTS=codeqa.example.com[,...]; behind a proxy that
+terminates TLS or rewrites Host, also CODEQA_ALLOWED_ORIGINS=https://codeqa.example.com."""
+
+
 def build_parser(prog: str = "app.py") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description="Serve the CodeQA web chat (waitress).")
+    parser = argparse.ArgumentParser(prog=prog, description="Serve the CodeQA web chat (waitress).",
+                                     epilog=SERVE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--host", default=os.environ.get("CODEQA_HOST", "127.0.0.1"),
                         help="address to listen on (default: CODEQA_HOST, else 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=int(os.environ.get("CODEQA_PORT", "5000")),
@@ -86,7 +96,7 @@ def _serve(args: argparse.Namespace) -> int:
     """Start the app and serve it until stopped; `main` reports the errors a user can act on."""
     from waitress import serve
 
-    app = create_app()
+    app = create_app({"CODEQA_HOST": args.host})
     try:
         app.extensions["codeqa"].start()  # load models and start embedded services before the first request
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # run atexit cleanups on `kill`

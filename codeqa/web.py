@@ -3,6 +3,13 @@
 Every route reaches CodeQA through the app's one `services.Services` (`services()`), and every
 error a user can act on (`errors.CodeQAError`) becomes a JSON `{"error": message}` with the
 error's own HTTP status, in one handler. `app.py` builds the Flask app around these.
+
+The front door (`FrontDoor`) keeps web pages out: the app reads the user's code, so a page on
+another site must not be able to use it from the user's browser. It answers only requests
+naming one of its own hosts (DNS rebinding gives an attacker's name the app's address, not
+its name), and a request that changes state or starts a chat only when it comes from the
+app's own page (`Origin`, or `Referer`) and carries JSON (which a page on another origin
+can't send without the app's consent).
 """
 
 from __future__ import annotations
@@ -10,13 +17,16 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from dataclasses import dataclass
 from typing import Any, Iterator
+from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, Response, current_app, jsonify, render_template, request, session, stream_with_context
 from werkzeug.exceptions import HTTPException
 
 from codeqa.chat.answer import ChatTurn
 from codeqa.chat.chat_commands import complete_commands, completion_target
+from codeqa.core.config import Settings
 from codeqa.core.errors import CodeQAError, is_valid_unicode, without_paths
 from codeqa.parsing.languages import language_for
 from codeqa.core.records import RepoInfo
@@ -58,8 +68,7 @@ def user_id() -> str:
 
 
 def json_body() -> dict:
-    if not request.is_json:
-        raise ApiError(415, "Send JSON with Content-Type: application/json.")
+    """The request's JSON object (`FrontDoor` has refused any other content type)."""
     try:
         data = request.get_json(silent=True)
     except RecursionError as exc:  # json's parser recurses per level; 64 KiB holds 30,000 of them
@@ -324,8 +333,71 @@ def register_errors(app: Flask) -> None:
         return response
 
 
-def register(app: Flask) -> None:
-    """Install the routes and their error handling on `app`."""
+# --- The front door -----------------------------------------------------------------------------
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+WILDCARD_ADDRESSES = frozenset({"", "0.0.0.0", "::"})  # bound to every interface: no name of its own
+STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
+
+
+def host_name(host: str) -> str:
+    """The name in a `Host` header, without its port and brackets, lowercased: `[::1]:5000` → `::1`."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def origin_of(url: str) -> str:
+    """`scheme://host[:port]` of a URL (a `Referer`), as a browser writes an `Origin`."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower() if parts.scheme and parts.netloc else "null"
+
+
+@dataclass(frozen=True)
+class FrontDoor:
+    """Which requests the app lets in (see the module's docstring): those naming one of `hosts`;
+    and of those that change state, only the ones from the app's own page or one of `origins`,
+    carrying JSON."""
+
+    hosts: frozenset[str]
+    origins: frozenset[str]
+
+    @classmethod
+    def from_settings(cls, settings: Settings, bound: str = "") -> "FrontDoor":
+        """The loopback names, the address the server is bound to (unless it is every interface's),
+        and CODEQA_ALLOWED_HOSTS / CODEQA_ALLOWED_ORIGINS."""
+        bound_name = host_name(bound)
+        own = {bound_name} if bound_name not in WILDCARD_ADDRESSES else set()
+        return cls(LOOPBACK_HOSTS | own | {host_name(h) for h in settings.allowed_hosts},
+                   frozenset(settings.allowed_origins))
+
+    def refusal(self) -> ApiError | None:
+        """Why the current request may not come in, if it may not."""
+        if host_name(request.host) not in self.hosts:
+            return ApiError(421, "This server answers only to its own host names: open it as "
+                                 "http://127.0.0.1:PORT, or add the name to CODEQA_ALLOWED_HOSTS.")
+        if request.method not in STATE_CHANGING:
+            return None
+        sender = request.headers.get("Origin") or (origin_of(request.referrer) if request.referrer else None)
+        if sender is not None and sender.lower() not in self.origins | {f"{request.scheme}://{request.host}".lower()}:
+            return ApiError(403, "Only CodeQA's own page may send this request (a reverse proxy's public "
+                                 "origin goes in CODEQA_ALLOWED_ORIGINS).")
+        if request.method in WITH_BODY and not request.is_json:
+            return ApiError(415, "Send JSON with Content-Type: application/json.")
+        return None
+
+
+def register(app: Flask, front_door: FrontDoor) -> None:
+    """Install the front door, the routes and their error handling on `app`."""
+
+    @app.before_request
+    def check_front_door() -> None:
+        refusal = front_door.refusal()
+        if refusal is not None:
+            raise refusal
+
     app.register_blueprint(pages)
     app.register_blueprint(api)
     register_errors(app)

@@ -327,3 +327,102 @@ def test_a_repo_being_embedded_shows_its_progress_until_done(page, tmp_path, emb
         expect(page.locator("#welcome-stats")).not_to_contain_text("embedded")
     finally:
         stop(proc)
+
+
+# --- The front door: pages on other origins, and DNS rebinding -------------------------------------
+
+NO_LLM = "http://127.0.0.1:9/v1"  # nothing listens there: these pages never get as far as an answer
+STEAL = """async (target) => {
+  const out = {};
+  const body = JSON.stringify({repo: "sample", message: "@codebase where is the secret?"});
+  try { out.read = (await (await fetch(target + "/api/repos", {credentials: "include"})).text()); }
+  catch { out.read = "blocked"; }
+  try {
+    await fetch(target + "/api/chat", {method: "POST", credentials: "include", body,
+                                       headers: {"Content-Type": "application/json"}});
+    out.json = "sent";
+  } catch { out.json = "blocked"; }
+  await fetch(target + "/api/chat", {method: "POST", mode: "no-cors", credentials: "include", body,
+                                     headers: {"Content-Type": "text/plain"}});
+  return out;
+}"""
+FORM_POST = """(target) => {
+  const form = document.createElement("form");
+  form.method = "POST"; form.action = target + "/api/chat"; form.enctype = "text/plain";
+  const field = document.createElement("input");
+  field.name = '{"repo": "sample", "message": "@codebase x", "pad": "'; field.value = '"}';
+  form.append(field); document.body.append(form); form.submit();
+}"""
+
+
+def foreign_page(request) -> None:
+    """Any page of another site (another port is another origin)."""
+    body = b"<!doctype html><title>Totally unrelated site</title><p>hello</p>"
+    request.send_response(200)
+    request.send_header("Content-Type", "text/html")
+    request.send_header("Content-Length", str(len(body)))
+    request.end_headers()
+    request.wfile.write(body)
+
+
+@pytest.fixture(scope="module")
+def bare_app(tmp_path_factory):
+    """The production server on the sample repo, with no LLM."""
+    from codeqa.indexing.indexer import index_repo
+
+    data_dir = tmp_path_factory.mktemp("front-door") / "data"
+    index_repo(SAMPLE_REPO, settings_for(data_dir), name="sample", progress=False)
+    proc, base = serve(data_dir, NO_LLM)
+    yield base
+    stop(proc)
+
+
+def test_a_page_on_another_origin_can_neither_read_nor_chat(browser, bare_app):
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        assert page.goto(bare_app).status == 200  # the user has the app open: the session cookie is set
+        posts = []
+        page.on("response", lambda r: posts.append(r.status) if r.request.method == "POST" else None)
+        with http_server(foreign_page) as (foreign, _):
+            page.goto(foreign.removesuffix("/v1") + "/innocent.html")
+            out = page.evaluate(STEAL, bare_app)
+            assert out == {"read": "blocked", "json": "blocked"}  # no CORS: unreadable, and no preflight passes
+            page.wait_for_timeout(500)
+            assert posts == [403]  # the "simple" text/plain POST reached the app, which refused it
+            with page.expect_navigation() as navigation:
+                page.evaluate(FORM_POST, bare_app)
+            assert navigation.value.status == 403
+        history = context.request.get(f"{bare_app}/api/history?repo=sample").json()
+        assert history == {"messages": []}  # nothing was asked on the user's behalf
+    finally:
+        context.close()
+
+
+def test_dns_rebinding_gets_nothing_from_the_app(playwright, browser_type_launch_args, bare_app):
+    """evil.example resolves to 127.0.0.1, as an attacker's DNS answers once the page is loaded."""
+    port = bare_app.rsplit(":", 1)[1]
+    rules = "--host-resolver-rules=MAP evil.example 127.0.0.1"
+    browser = playwright.chromium.launch(**{**browser_type_launch_args,
+                                            "args": [*browser_type_launch_args["args"], rules]})
+    try:
+        page = browser.new_page()
+        evil = f"http://evil.example:{port}"
+        direct = page.goto(evil + "/")
+        assert direct.status == 421 and "sample" not in direct.text()
+        # A script of the attacker's page runs in the origin evil.example:PORT, and its requests
+        # reach the app: same-origin as far as the browser knows.
+        got = page.evaluate("""async () => {
+          const read = async (url, init) => { const r = await fetch(url, init); return [r.status, await r.text()]; };
+          return {
+            repos: await read("/api/repos"),
+            file: await read("/api/file?repo=sample&path=shop/models.py&start=1&end=5"),
+            search: await read("/api/search", {method: "POST", headers: {"Content-Type": "application/json"},
+                                               body: JSON.stringify({repo: "sample", query: "cart total"})}),
+          };
+        }""")
+        for status, text in got.values():
+            assert status == 421 and "sample" not in text and "class Cart" not in text
+    finally:
+        browser.close()
+

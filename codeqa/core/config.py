@@ -7,6 +7,7 @@ working directory, so one place documents every knob (see README, "Configuration
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -52,6 +53,21 @@ def _env_bool(name: str, default: bool) -> bool:
     if not raw:
         return default
     return raw in {"1", "true", "yes", "on"}
+
+
+def _env_list(name: str) -> tuple[str, ...]:
+    """A comma-separated setting as its non-empty items, lowercased (host names and origins)."""
+    return tuple(item.strip().lower() for item in _env(name).split(",") if item.strip())
+
+
+def _env_origins(name: str) -> tuple[str, ...]:
+    """Web origins as a browser sends them in `Origin`: `scheme://host[:port]`, nothing after."""
+    origins = _env_list(name)
+    for origin in origins:
+        if not re.fullmatch(r"https?://[^/\s]+", origin):
+            raise ConfigError(f"{name} takes origins like https://codeqa.example.com (scheme, host and an "
+                              f"optional port, no path), got {origin!r}")
+    return origins
 
 
 def default_data_dir() -> Path:
@@ -103,6 +119,13 @@ class Settings:
     redis_url: str = ""
     secret_key: str = ""
     history_ttl_seconds: int = 7 * 24 * 3600
+    # Host names the web app answers to besides 127.0.0.1, localhost and [::1] (and the address
+    # `serve --host` binds): a LAN name, or the name a reverse proxy passes on. Any other `Host`
+    # gets 421, so a web page can't reach the app through DNS rebinding.
+    allowed_hosts: tuple[str, ...] = ()
+    # Origins (`https://codeqa.example.com`) whose pages may POST to the app besides its own, e.g.
+    # the public origin of a reverse proxy that terminates TLS or rewrites `Host`.
+    allowed_origins: tuple[str, ...] = ()
 
     @property
     def database_uri(self) -> str:
@@ -143,5 +166,7 @@ class Settings:
             redis_url=_env("REDIS_URL"),
             secret_key=_env("CODEQA_SECRET_KEY"),
             history_ttl_seconds=_env_int("CODEQA_HISTORY_TTL", 7 * 24 * 3600),
+            allowed_hosts=_env_list("CODEQA_ALLOWED_HOSTS"),
+            allowed_origins=_env_origins("CODEQA_ALLOWED_ORIGINS"),
         )
         return replace(settings, **overrides) if overrides else settings
