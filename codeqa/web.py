@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -25,9 +26,10 @@ from flask import Blueprint, Flask, Response, current_app, jsonify, render_templ
 from werkzeug.exceptions import HTTPException
 
 from codeqa.chat.answer import ChatTurn
-from codeqa.chat.chat_commands import complete_commands, completion_target
+from codeqa.chat.chat_commands import complete_commands, completion_target, quote_argument
 from codeqa.core.config import Settings
-from codeqa.core.errors import CodeQAError, is_valid_unicode, without_paths
+from codeqa.core.errors import (UNSAFE_PATTERN, CodeQAError, is_valid_unicode, printable, repo_path_prefix,
+                                user_error, without_paths)
 from codeqa.parsing.languages import language_for
 from codeqa.core.records import RepoInfo
 from codeqa.search.retrieval import SearchOptions, check_options
@@ -39,6 +41,7 @@ MAX_MESSAGE_CHARS = 8_000
 MAX_FILE_WINDOW = 400  # lines a snippet view may return
 MAX_COMPLETE_CHARS = 1_000  # of the text before the caret that /api/complete reads
 MAX_CONTEXT_BUDGET = 200_000  # tokens POST /api/context may be asked to pack
+MAX_LINE = 10_000_000  # a line number the file view accepts (no indexed file comes close)
 SNIPPET_PADDING = 6
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
@@ -118,8 +121,12 @@ def optional_field(data: dict, name: str) -> Any:
 
 def repo_summary(info: RepoInfo) -> dict:
     """What a web client may know of an indexed repo: not where it lives on the server (the MCP
-    server, a tool on the user's own machine, shows that)."""
-    return {key: value for key, value in info.summary().items() if key != "root"}
+    server, a tool on the user's own machine, shows that). While its first index run still
+    writes the rows (`indexed_at` is 0), none has a vector yet: 0% embedded, not 100%."""
+    summary = {key: value for key, value in info.summary().items() if key != "root"}
+    if not info.indexed_at:
+        summary["embedded_percent"] = 0
+    return summary
 
 
 def status_report() -> dict:
@@ -148,9 +155,15 @@ def public(data: Any) -> Any:
     return data
 
 
+def message_text(text: str) -> str:
+    """A message as it leaves the server: no server paths, and a file name the repo chose that it
+    quotes shown escaped (`errors.printable`)."""
+    return printable(without_paths(text))
+
+
 def _scrub(value: Any) -> Any:
     if isinstance(value, str):
-        return without_paths(value)
+        return message_text(value)
     if isinstance(value, list):
         return [_scrub(item) for item in value]
     return public(value)
@@ -177,7 +190,8 @@ def index() -> str:
     user_id()
     config = {"repos": [repo_summary(info) for info in services().repos()],
               "status": status_report(), "limits": {"message_chars": MAX_MESSAGE_CHARS},
-              "defaults": {"rerank": services().settings.rerank}}
+              "defaults": {"rerank": services().settings.rerank},
+              "unsafe_text": UNSAFE_PATTERN}  # what the page escapes in the names it shows
     return render_template("index.html", config_json=safe_json_for_html(config))
 
 
@@ -209,7 +223,8 @@ def search() -> Response:
     info = repo_info(data.get("repo"))
     query = text_field(data, "query", MAX_MESSAGE_CHARS)
     options = SearchOptions(k=data.get("k", 10), hyde=flag(data, "hyde", False), rerank=optional_flag(data, "rerank"),
-                            language=optional_field(data, "lang"), path_prefix=optional_field(data, "path"))
+                            language=optional_field(data, "lang"),
+                            path_prefix=repo_path_prefix(optional_field(data, "path")))
     result = services().retriever.search(info.name, query, options)  # QueryError (400) for bad k, lang, path
     return jsonify(public(result.to_json()))
 
@@ -231,8 +246,10 @@ def complete() -> Response:
         index = services().commands.symbol_index(info)
         items = (index.complete_symbols(target.prefix) if target.kind == "symbol"
                  else index.complete_paths(target.prefix))
+    shown = [{**item, "value": quote_argument(item["value"]) if target.kind == "path" else item["value"],
+              "label": printable(item["label"]), "detail": printable(item.get("detail") or "")} for item in items]
     return jsonify({"target": {"kind": target.kind, "prefix": target.prefix, "start": target.start},
-                    "items": items})
+                    "items": shown})
 
 
 @api.post("/context")
@@ -264,17 +281,15 @@ def clear_history() -> Response:
     return jsonify({"cleared": True})
 
 
-def _int_arg(name: str, default: int | None = None) -> int:
+def _line_arg(name: str, default: int) -> int:
+    """A line number from the query string: plain digits, 1 to MAX_LINE (`int()` alone would take
+    ` 7`, `+7`, `1_000`, other scripts' digits, and numbers of any length)."""
     raw = request.args.get(name)
-    if raw is None and default is not None:
+    if raw is None:
         return default
-    try:
-        value = int(raw or "")
-    except ValueError as exc:
-        raise ApiError(400, f"'{name}' must be a positive integer.") from exc
-    if value < 1:
-        raise ApiError(400, f"'{name}' must be a positive integer.")
-    return value
+    if not re.fullmatch(r"[0-9]{1,8}", raw) or not 1 <= int(raw) <= MAX_LINE:
+        raise ApiError(400, f"'{name}' must be a line number from 1 to {MAX_LINE:,}.")
+    return int(raw)
 
 
 @api.get("/file")
@@ -282,13 +297,15 @@ def file_view() -> Response:
     info = repo_info(request.args.get("repo"))
     path = request.args.get("path")
     text = services().read_file(info, path)  # 400 malformed, 404 not indexed or not a plain file, 409 changed
-    start = _int_arg("start", 1)
-    end = _int_arg("end", start)
+    start = _line_arg("start", 1)
+    end = _line_arg("end", start)
     if end < start:
         raise ApiError(400, "'end' must not be before 'start'.")
     if end - start + 1 > MAX_FILE_WINDOW:
         raise ApiError(400, f"At most {MAX_FILE_WINDOW} lines at a time.")
     lines = text.splitlines()
+    if start > max(len(lines), 1):
+        raise ApiError(400, f"'start' is past the end of the file ({len(lines):,} lines).")
     first = max(1, start - SNIPPET_PADDING)
     last = min(len(lines), end + SNIPPET_PADDING)
     return jsonify({"repo": info.name, "path": path, "language": language_for(path) or "text",
@@ -309,7 +326,7 @@ def register_errors(app: Flask) -> None:
 
     @app.errorhandler(CodeQAError)
     def codeqa_error(exc: CodeQAError) -> Response:
-        return _error(exc.http_status, without_paths(exc.message))
+        return _error(exc.http_status, message_text(exc.message))
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
@@ -320,7 +337,12 @@ def register_errors(app: Flask) -> None:
 
     @app.errorhandler(Exception)
     def unexpected_error(exc: Exception) -> Response:
-        """A bug: the traceback goes to the server log, the client gets no details (no paths)."""
+        """The disk refusing the index (`errors.user_error`) is said in one line; anything else
+        is a bug: the traceback goes to the server log, the client gets no details (no paths)."""
+        problem = user_error(exc)
+        if isinstance(problem, CodeQAError):
+            log.warning("%s %s failed: %s", request.method, request.path, exc)
+            return codeqa_error(problem)
         log.exception("%s %s failed", request.method, request.path)
         return _error(500, "Internal error: the server log has the details.")
 

@@ -188,3 +188,60 @@ def test_the_clis_refuse_bad_input_in_one_line(served, script, args, words):
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert result.stderr.startswith("error: ") and words in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+# --- Line numbers, path filters, autocomplete: each field says what it takes ------------------------
+
+@pytest.mark.parametrize("query, message", [
+    ({"start": "99999999999999999999999"}, "'start' must be a line number from 1 to 10,000,000."),
+    ({"start": "0"}, "'start' must be a line number from 1 to 10,000,000."),
+    ({"start": " 7"}, "'start' must be a line number from 1 to 10,000,000."),
+    ({"start": "1_0"}, "'start' must be a line number from 1 to 10,000,000."),
+    ({"start": "\u0667"}, "'start' must be a line number from 1 to 10,000,000."),  # an Arabic-Indic 7
+    ({"start": "5", "end": "99999999"}, "'end' must be a line number from 1 to 10,000,000."),
+    ({"start": "65"}, "'start' is past the end of the file (64 lines)."),
+])
+def test_the_file_view_refuses_line_numbers_without_echoing_them(served, query, message):
+    client, _, _ = served
+    response = client.get("/api/file", query_string={"repo": "shop", "path": "shop/models.py", **query})
+    assert response.status_code == 400 and response.get_json() == {"error": message}
+
+
+@pytest.mark.parametrize("path", ["../", "..", "shop/../../", "/etc", "/"])
+def test_a_search_path_outside_the_repo_is_refused_not_ignored(served, path):
+    client, _, _ = served
+    response = client.post("/api/search", json={"repo": "shop", "query": "cart total", "path": path})
+    assert response.status_code == 400
+    assert response.get_json()["error"].startswith("path must be a folder or file path inside the repo")
+
+
+def test_autocomplete_and_history_need_a_repo(served):
+    client, _, _ = served
+    for route in ("/api/complete?text=@def", "/api/history", "/api/file?path=shop/models.py"):
+        response = client.get(route)
+        assert response.status_code == 400 and response.get_json() == {"error": "Choose a repository (the 'repo' field)."}
+
+
+def test_a_repo_whose_first_index_run_is_still_writing_is_not_called_embedded(served):
+    client, settings, _ = served
+    from codeqa.core.records import RepoInfo
+    from codeqa.indexing import create_tables
+
+    db = create_tables.connect(settings)
+    # What the indexer registers as a new repo's run starts, before any row is written.
+    starting = RepoInfo(name="starting", root="/nowhere/starting", prefix=create_tables.new_generation_prefix("starting"),
+                        embedding_model="m", embedding_dim=384, created_at=1.0, indexed_at=0.0,
+                        index_version=create_tables.INDEX_VERSION)
+    create_tables.save_repo(db, starting)
+    try:
+        repos = {repo["name"]: repo for repo in client.get("/api/repos").get_json()["repos"]}
+        assert repos["starting"]["embedded_percent"] == 0 and repos["starting"]["methods"] == 0
+        assert repos["shop"]["embedded_percent"] == 100
+    finally:
+        create_tables.remove_repo(db, "starting")
+
+
+def test_the_clis_refuse_a_search_path_outside_the_repo_in_one_line(served):
+    _, settings, _ = served
+    result = run("codeqa", "search", "--repo", "shop", "--path", "../", "cart", data_dir=settings.data_dir)
+    assert result.returncode == 1 and result.stderr.startswith("error: path must be a folder or file path inside")

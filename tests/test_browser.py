@@ -426,3 +426,29 @@ def test_dns_rebinding_gets_nothing_from_the_app(playwright, browser_type_launch
     finally:
         browser.close()
 
+
+def test_names_the_repo_chose_are_shown_escaped(page, tmp_path):
+    """A right-to-left override in a file name would show `evil\\u202etxt.py` as `evilyp.txt`."""
+    from codeqa.core.errors import printable
+    from codeqa.indexing.indexer import index_repo
+
+    spoofed, retitle = "evil\u202etxt.py", "bad\x1b]0;x\x07.py"
+    repo = tmp_path / "spoof"
+    repo.mkdir()
+    (repo / spoofed).write_text("def spoof_name():\n    return 'spoofed'\n")
+    (repo / retitle).write_text("def retitle_name():\n    return 1\n")
+    data_dir = tmp_path / "data"
+    index_repo(repo, settings_for(data_dir), name="spoof", progress=False)
+    with scripted_llm("It returns a string.") as (llm_url, _):
+        proc, base = serve(data_dir, llm_url)
+        try:
+            page.goto(base)
+            ask(page, '@file "evil\u202etxt.py" @definition retitle_name what do they return?')
+            wait_answer_done(page)
+            paths = page.locator("[data-testid=source-item] .source-path").all_text_contents()
+            assert sorted(paths) == sorted([f"{printable(spoofed)}:1-2", f"{printable(retitle)}:1-2"])
+            page.locator(f"[data-testid=source-item][data-file='{spoofed}']").click()
+            expect(page.get_by_test_id("snippet-viewer")).to_contain_text("return 'spoofed'")  # the file opens
+            expect(page.locator("#snippet-title")).to_have_text(f"{printable(spoofed)}:1-2")
+        finally:
+            stop(proc)

@@ -67,6 +67,8 @@ const state = {
   embeddingPoll: null, // timer re-reading /api/repos while a repo is being embedded
 };
 const messageSources = new WeakMap(); // assistant message element -> {hits, reused, context}
+// Control and bidi formatting characters: the server's errors.UNSAFE_PATTERN, sent with the page.
+const UNSAFE_TEXT = new RegExp(state.config.unsafe_text || "[]", "gu");
 
 // ---------------------------------------------------------------- config and preferences
 
@@ -94,6 +96,16 @@ function savePrefs() {
   } catch {
     // Storage can be disabled; preferences are a convenience only.
   }
+}
+
+/** A name the repository chose (a path, a symbol), with control and bidi formatting characters
+ * shown as escapes (`\\u202e`), as the CLI and MCP print them: a right-to-left override can't
+ * make `evil\\u202etxt.py` look like `evilyp.txt`. */
+function shown(name) {
+  return String(name ?? "").replace(UNSAFE_TEXT, (c) => {
+    const code = c.codePointAt(0);
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
 }
 
 function messageLimit() {
@@ -365,7 +377,7 @@ function updateWelcome() {
   el.welcome.hidden = !hasRepos || el.messages.childElementCount > 0;
   const repo = currentRepo();
   if (!repo) return;
-  el.welcomeRepo.textContent = repo.name;
+  el.welcomeRepo.textContent = shown(repo.name);
   el.welcomeStats.textContent = repoStats(repo);
 }
 
@@ -732,7 +744,7 @@ function sourceGroup({ label, command, hits }) {
   const heading = h(
     "h3",
     { class: "source-group-heading" },
-    h("span", { text: label }),
+    h("span", { text: shown(label) }),
     h("span", { class: "source-group-count", text: count }),
   );
   const message = command?.message ? h("p", { class: "source-group-message", text: command.message }) : null;
@@ -766,7 +778,7 @@ function sourcesMeta(sources) {
 }
 
 function sourceItem(hit) {
-  const range = `${hit.file_path}:${lineRange(hit.start_line, hit.end_line)}`;
+  const range = `${shown(hit.file_path)}:${lineRange(hit.start_line, hit.end_line)}`;
   const open = h(
     "button",
     {
@@ -785,7 +797,7 @@ function sourceItem(hit) {
       hit.exact_match ? h("span", { class: "badge badge-exact", text: "exact name" }) : null,
       h("span", { class: "score", title: "Retrieval score", text: formatScore(hit.score) }),
     ),
-    h("span", { class: "source-name", text: hit.qualified_name || hit.name || "" }),
+    h("span", { class: "source-name", text: shown(hit.qualified_name || hit.name) }),
     h("span", { class: "source-path", text: range }),
     hit.text ? h("code", { class: "source-text", text: hit.text.trim() }) : null,
   );
@@ -807,7 +819,7 @@ function referenceItem(ref) {
   const button = h(
     "button",
     { type: "button", class: "ref", "data-testid": "reference", "data-file": ref.file_path, "data-start": ref.line },
-    h("span", { class: "ref-path", text: `${ref.file_path}:${ref.line}` }),
+    h("span", { class: "ref-path", text: `${shown(ref.file_path)}:${ref.line}` }),
     h("code", { class: "ref-text", text: (ref.text || "").trim() }),
   );
   return h("li", {}, button);
@@ -833,7 +845,7 @@ function snippetTarget(button) {
 async function openSnippet(target, opener) {
   const seq = ++state.viewerSeq;
   state.viewerReturnFocus = opener || document.activeElement;
-  el.viewerTitle.textContent = `${target.file}:${lineRange(target.start, target.end)}`;
+  el.viewerTitle.textContent = `${shown(target.file)}:${lineRange(target.start, target.end)}`;
   el.viewerStatus.textContent = "Loading…";
   el.viewerBody.replaceChildren();
   if (!el.viewer.open) el.viewer.showModal();
@@ -896,7 +908,7 @@ function fillRepos(prefs) {
     el.repo.append(h("option", { value: "", text: "No repositories indexed" }));
     return;
   }
-  for (const repo of repos) el.repo.append(h("option", { value: repo.name, text: repo.name }));
+  for (const repo of repos) el.repo.append(h("option", { value: repo.name, text: shown(repo.name) }));
   if (repos.some((r) => r.name === prefs.repo)) el.repo.value = prefs.repo;
 }
 
