@@ -1,8 +1,10 @@
 """Indexing benchmark on a real source tree that pip can fetch offline (Django's sdist).
 
     python bench/index_bench.py [--package django==5.2.8] [--subdir django] [--path TREE] [--json out.json]
+    python bench/index_bench.py --parse-path MIXED_TREE --parse-only   # parse speed of a mixed corpus
 
-Reports parse + extract + references throughput (one core), embedding throughput of the
+Reports parse + extract + references throughput (one core; per language too, with the share of
+files that have syntax errors), embedding throughput of the
 indexer next to the raw `encode()` throughput on the same texts, how long a full index run
 takes until the repo is searchable and until every vector is in (also as multiples of the
 raw encode time of 1,000 chunks), its peak RSS, index size on disk, and the time to
@@ -57,19 +59,27 @@ def bench_parse(root: Path, repeat: int = 3) -> dict:
 
 
 def _parse_once(root: Path) -> dict:
+    """Every file but prose docs (code, and configuration and other text: their rows are built
+    here too), timed as `indexer.file_rows` builds its rows."""
     from codeqa.parsing.languages import DOC_LANGUAGES
     from codeqa.parsing.references import resolve_references
     from codeqa.indexing.repo_files import walk_repo
 
     code = [f for f in walk_repo(root).read_all() if f.language not in DOC_LANGUAGES]
     size = sum(f.size for f in code)
-    start = time.perf_counter()
+    by_language: dict[str, dict] = {}
     symbols, files = [], []
     for f in code:
-        parse = indexer.file_rows("bench", f, mtime_ns=0).manifest.parse  # as the indexer stores it
-        symbols += parse.symbols
-        files.append(parse)
-    parse_s = time.perf_counter() - start
+        started = time.perf_counter()
+        prepared = indexer.file_rows("bench", f, mtime_ns=0)  # as the indexer stores it
+        stats = by_language.setdefault(f.language, {"files": 0, "bytes": 0, "s": 0.0, "syntax_errors": 0})
+        stats["files"] += 1
+        stats["bytes"] += f.size
+        stats["s"] += time.perf_counter() - started
+        stats["syntax_errors"] += prepared.manifest.has_errors
+        symbols += prepared.manifest.parse.symbols
+        files.append(prepared.manifest.parse)
+    parse_s = sum(stats["s"] for stats in by_language.values())
     start = time.perf_counter()
     uses = resolve_references(symbols, files)
     refs_s = time.perf_counter() - start
@@ -77,7 +87,12 @@ def _parse_once(root: Path) -> dict:
     return {"files": len(code), "mb": round(size / 1e6, 2), "symbols": len(symbols),
             "uses": sum(len(u) for u in uses.values()),
             "parse_extract_s": round(parse_s, 2), "references_s": round(refs_s, 2),
-            "files_per_s": round(len(code) / total, 1), "mb_per_s": round(size / 1e6 / total, 2)}
+            "parse_mb_per_s": round(size / 1e6 / parse_s, 2),
+            "files_per_s": round(len(code) / total, 1), "mb_per_s": round(size / 1e6 / total, 2),
+            "by_language": {language: {"files": stats["files"], "mb": round(stats["bytes"] / 1e6, 3),
+                                       "mb_per_s": round(stats["bytes"] / 1e6 / stats["s"], 2) if stats["s"] else None,
+                                       "syntax_errors": stats["syntax_errors"]}
+                            for language, stats in sorted(by_language.items(), key=lambda kv: -kv[1]["bytes"])}}
 
 
 def bench_embedding(root: Path, sample: int) -> dict:
@@ -176,17 +191,26 @@ def main() -> None:
     parser.add_argument("--skip-full", action="store_true")
     parser.add_argument("--path", type=Path, help="fully index this tree instead of the package's --subdir "
                         "(parse and embedding speed are still measured on the package)")
+    parser.add_argument("--parse-path", type=Path, metavar="TREE",
+                        help="measure parse + extract speed on this tree (a mixed corpus) instead of the package")
+    parser.add_argument("--parse-only", action="store_true", help="stop after the parse measurement")
     parser.add_argument("--keep", type=Path, metavar="DATA_DIR",
                         help="build the full index here and keep it (repo 'bench'), e.g. for load_bench.py")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
+    results: dict = {"package": args.package}
+    if args.parse_only:
+        results["parse"] = bench_parse(args.parse_path or fetch_source(args.package))
+        print("parse:", json.dumps(results["parse"]), flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
+        return
     source = fetch_source(args.package)
     import torch
     torch.set_num_threads(1)
-    results = {"package": args.package}
     if not args.skip_parse:
-        results["parse"] = bench_parse(source)
+        results["parse"] = bench_parse(args.parse_path or source)
         print("parse:", json.dumps(results["parse"]), flush=True)
     torch.set_num_threads(os.cpu_count() or 1)
     results["embedding"] = bench_embedding(source / args.subdir, args.embed_sample)
