@@ -3,8 +3,10 @@
 Adding a language is one `queries/<lang>.scm` file plus one `LanguageSpec` entry in `LANGUAGES`;
 the walker's extensions, the parser's grammar and conventions, reference resolution's families
 and constructor calls, and search's file mentions all derive from this module. Doc formats
-(Markdown, reStructuredText, plain text) and the rules that give a file its role (source, test,
-example, ...) live here too, so "what kind of file is this" has one answer everywhere.
+(Markdown, reStructuredText, plain text), the text formats no grammar parses (YAML, SQL,
+Dockerfile, ... and their section patterns), extensions two languages share (`.h`), the files
+never indexed (secrets) and the rules that give a file its role (source, test, example, ...) live
+here too, so "what kind of file is this" has one answer everywhere.
 """
 
 from __future__ import annotations
@@ -384,9 +386,10 @@ TEXT_FORMATS: dict[str, TextFormat] = {
         TextFormat("yaml", (".yaml", ".yml"), section=re.compile(
             r"(?P<title>[A-Za-z0-9_\"'][^:#\n]*?):[ \t]*(?:[|>][-+0-9]*)?[ \t]*(?:#.*)?$")),
         TextFormat("toml", (".toml",), ("pipfile",), section=_INI_SECTION),
-        TextFormat("ini", (".ini", ".cfg", ".conf", ".properties", ".editorconfig"),
+        TextFormat("ini", (".ini", ".cfg", ".conf", ".properties"),
                    (".env.example", ".env.sample", ".env.template", ".env.dist", ".env.defaults",
-                    "*.env.example", "*.env.sample", ".flake8", ".pylintrc", ".coveragerc"),
+                    "*.env.example", "*.env.sample", ".editorconfig", ".flake8", ".pylintrc",
+                    ".coveragerc"),
                    section=_INI_SECTION),
         TextFormat("json", (".json", ".jsonc", ".json5")),
         # Schema statements start sections; data statements stay with the schema before them.
@@ -525,8 +528,10 @@ def language_from_content(path: str, head: str, neighbours: frozenset[str] = fro
         return _shared_language(shared, head, neighbours)
     shebang = _SHEBANG_RE.match(head)
     interpreter = shebang.group(1) if shebang else ""
-    return _LANGUAGE_BY_INTERPRETER.get(interpreter.rstrip("0123456789.") or interpreter,
-                                        _LANGUAGE_BY_INTERPRETER.get(interpreter, OTHER_LANGUAGE))
+    for name in (interpreter, interpreter.rstrip("0123456789.")):  # python3.12 is python
+        if name in _LANGUAGE_BY_INTERPRETER:
+            return _LANGUAGE_BY_INTERPRETER[name]
+    return OTHER_LANGUAGE
 
 
 def _shared_language(shared: SharedExtension, head: str, neighbours: frozenset[str]) -> str:

@@ -3,10 +3,10 @@
 Each language's `queries/<lang>.scm` uses the same capture vocabulary (aider repo-map style):
 `@definition.<kind>` + `@name.definition.<kind>` (+ optional `@scope.definition.<kind>` for an
 owner that is not an enclosing node), `@name.reference.<call|new|type>` (+ optional
-`@qualifier.reference.<kind>`), `@module.import` and `@name.import`, and `@doc` for a documentation
-node matched together with its definition (Elixir's `@doc`, Julia's docstrings) where comments
-above it are not the convention. Captures starting with `_` are helpers for predicates. Everything language-specific beyond the queries is data in
-`languages.LANGUAGES`.
+`@qualifier.reference.<kind>`), `@module.import` and `@name.import`, and `@doc` for a doc that
+is a node matched with its definition rather than comments above it (Elixir's `@doc`).
+Captures starting with `_` are helpers for predicates. Everything language-specific beyond the
+queries is data in `languages.LANGUAGES`.
 
 Qualified names join enclosing definitions with "."; C++ namespaces and Rust modules are not
 definitions, so they never appear in qualified names. Qualifiers normalise `::` and `->` to ".".
@@ -46,14 +46,14 @@ _QUALIFIER_RE = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*")
 _QUALIFIER_SEP_RE = re.compile(r"::|->")
 _GENERIC_ARGS_RE = re.compile(r"<[^<>]*>")
 _WHITESPACE_RE = re.compile(r"\s+")
-# Comment markers of every language in the table: block comments `/* */`, OCaml `(* *)`,
-# Haskell `{- -}` and Lua `--[[ ]]`; line comments `//`, `#`, `--` (Haskell's `-- |` and Lua's
-# `---` doc markers included) and `;`.
-_BLOCK_COMMENT_OPEN_RE = re.compile(r"^(?:/\*+!?|\(\*+|\{-+\s*\|?|--\[=*\[)")
-_BLOCK_COMMENT_CLOSE_RE = re.compile(r"(?:\*+/|\*+\)|-+\}|\]=*\])$")
+# Comment markers of every language in the table: block comments `/* */`, Haskell `{- -}` and
+# Lua `--[[ ]]`; line comments `//`, `#` and `--` (Haskell's `-- |` and Lua's `---` doc markers
+# included).
+_BLOCK_COMMENT_OPEN_RE = re.compile(r"^(?:/\*+!?|\{-+\s*\|?|--\[=*\[)")
+_BLOCK_COMMENT_CLOSE_RE = re.compile(r"(?:\*+/|-+\}|\]=*\])$")
 _BLOCK_COMMENT_STAR_RE = re.compile(r"^\s*\*(?!/) ?")
 _SHEBANG_RE = re.compile(r"\A#!.*\n?")  # `#!/usr/bin/env bash`: how to run it, not what it does
-_LINE_COMMENT_RE = re.compile(r"^\s*(?://+!?|#+|--+\s*[|^]?|;+) ?")
+_LINE_COMMENT_RE = re.compile(r"^\s*(?://+!?|#+|--+\s*[|^]?) ?")
 _IMPORT_QUOTES = "\"'<>`"
 # A grammar that gives an import's path no node of its own (Scala) captures the whole statement.
 _IMPORT_KEYWORD_RE = re.compile(r"^import\s+")
@@ -251,7 +251,7 @@ class _Extractor:
             language=self.spec.name,
             definitions=definitions,
             references=references,
-            imports=[_IMPORT_KEYWORD_RE.sub("", text) for text in self._texts(modules, strip=_IMPORT_QUOTES)],
+            imports=[_IMPORT_KEYWORD_RE.sub("", t) for t in self._texts(modules, strip=_IMPORT_QUOTES)],
             imported_names=self._texts(names),
             has_errors=root.has_error,
             too_deep=too_deep,
@@ -341,10 +341,8 @@ class _Extractor:
                     enclosing: list[Definition]) -> Definition:
         name = self._text(raw.name)[:MAX_NAME_CHARS]
         scope = self._scope(raw.scope, name) if raw.scope is not None else None
-        if scope is None and _QUALIFIER_RE.fullmatch(name) and _QUALIFIER_SEP_RE.sub(".", name) != name.split(".")[-1]:
-            # A dotted name (Elixir's `defmodule Billing.InvoiceMailer`, Ruby's
-            # `class Billing::InvoiceMailer`) is a name in a scope.
-            scope, name = _QUALIFIER_SEP_RE.sub(".", name).rsplit(".", 1)
+        if scope is None:
+            scope, name = _split_scoped(name)
         inner = enclosing[-1] if enclosing else None
         class_parent = next((d.qualified_name for d in reversed(enclosing)
                              if d.kind in CLASS_KINDS), None)
@@ -426,7 +424,7 @@ class _Extractor:
         return self._leading_comments(first)
 
     def _doc_text(self, node: Node) -> str:
-        """A doc captured as a node (Elixir `@doc \"\"\"...\"\"\"`): its string content, indentation removed."""
+        """A doc captured as a node (the string of Elixir's `@doc`): its content, dedented."""
         parts = [self._text(c) for c in node.named_children if c.type.endswith("content")]
         text = "".join(parts) if parts else self._text(node).strip("\"'`")
         return inspect.cleandoc(text)
@@ -574,6 +572,15 @@ class _Extractor:
         if self._lines is None:
             self._lines = self.src.split(b"\n")
         return self._lines[row] if row < len(self._lines) else b""
+
+
+def _split_scoped(name: str) -> tuple[str | None, str]:
+    """A dotted definition name is a name in a scope: Elixir's `defmodule Billing.InvoiceMailer`
+    and Ruby's `class Billing::InvoiceMailer` define `InvoiceMailer` in `Billing`."""
+    if not _QUALIFIER_RE.fullmatch(name):
+        return None, name
+    scope, _, last = _QUALIFIER_SEP_RE.sub(".", name).rpartition(".")
+    return scope or None, last
 
 
 def _sole_child_of_type(parent: Node, node_type: str) -> bool:
