@@ -43,6 +43,7 @@ pytestmark = pytest.mark.unit
     ("src/test/kotlin/billing/CouponValidatorTest.kt", "test"),
     ("app/src/androidTest/java/MainActivityTest.kt", "test"),
     ("Tests/BillingTests/RenewalTests.swift", "test"),
+    ("App/ReceiptPrinterTests.m", "test"),
     ("test/billing/dunning_test.exs", "test"),  # ExUnit
     ("src/InvoiceTest.php", "test"), ("tests/Unit/TaxTest.php", "test"),  # PHPUnit
     ("src/test/scala/LedgerSpec.scala", "test"), ("core/LedgerSuite.scala", "test"),
@@ -134,7 +135,8 @@ def test_every_rule_names_a_known_role() -> None:
     ("A.cs", "csharp"), ("a.rb", "ruby"), ("Rakefile", "ruby"), ("x.gemspec", "ruby"), ("a.php", "php"),
     ("A.kt", "kotlin"), ("build.gradle.kts", "kotlin"), ("A.swift", "swift"), ("A.scala", "scala"),
     ("a.sh", "bash"), ("a.bats", "bash"), ("a.lua", "lua"), ("a.ex", "elixir"), ("a_test.exs", "elixir"),
-    ("A.hs", "haskell"), ("a.zig", "zig"), ("a.dart", "dart"),
+    ("A.hs", "haskell"), ("a.zig", "zig"), ("a.dart", "dart"), ("a.jl", "julia"), ("a.ml", "ocaml"),
+    ("A.mm", "objc"),
     # text formats: sections or line windows, no grammar
     ("Dockerfile", "dockerfile"), ("Containerfile", "dockerfile"), ("a.yml", "yaml"), ("Cargo.toml", "toml"),
     ("a.json", "json"), ("a.sql", "sql"), ("main.tf", "hcl"), ("a.proto", "protobuf"), ("a.gql", "graphql"),
@@ -154,7 +156,7 @@ def test_families_group_languages_that_call_each_other() -> None:
 
 
 def test_constructor_calls_come_from_the_table() -> None:
-    assert CONSTRUCTOR_CALLS == {"__init__", "constructor", "new", "initialize", "__construct", "init"}
+    assert CONSTRUCTOR_CALLS == {"__init__", "constructor", "new", "initialize", "__construct", "init", "alloc"}
 
 
 def test_every_extension_belongs_to_one_language_and_is_indexed() -> None:
@@ -192,6 +194,12 @@ def test_every_query_file_exists_and_every_family_is_a_language() -> None:
     ("x.h", "int f(void);\n", (".cpp", ".h"), "cpp"),
     ("x.h", "int f(void);\n", (".cpp", ".c", ".h"), "c"),
     ("x.h", "int f(void);\n", (".h",), "c"),
+    ("x.h", "#import <Foundation/Foundation.h>\n@interface Printer : NSObject\n@end\n", (), "objc"),
+    ("x.h", "int f(void);\n", (".m", ".h"), "objc"),
+    ("x.m", "#import \"Printer.h\"\n@implementation Printer\n@end\n", (".m",), "objc"),
+    ("x.m", "- (void)run {}\n", (".h", ".m"), "objc"),  # beside headers
+    ("x.m", "function y = f(x)\n% doubles x\ny = 2 * x;\nend\n", (".m",), "matlab"),
+    ("run.m", "x = 1;\n", (".m",), "matlab"),
 ])
 def test_language_from_content(path: str, head: str, neighbours: tuple[str, ...], language: str) -> None:
     assert language_from_content(path, head, frozenset(neighbours)) == language

@@ -43,6 +43,11 @@ QUESTIONS = {
     "config/.env.example": "SMTP credentials for sending invoice emails",
     "scripts/rotate-logs": "compress and rotate log files every night",
     "legacy/exchange_rates.nim": "convert amounts between currencies with exchange rates",
+    "objc/ReceiptPrinter.h": "interface of the class that prints paper receipts",
+    "objc/ReceiptPrinter.m": "feed paper through the thermal receipt printer",
+    "matlab/forecast_revenue.m": "project revenue forward with the average monthly growth",
+    "julia/churn.jl": "share of customers who cancelled their subscription",
+    "ocaml/late_fees.ml": "late fee for an invoice paid after its due date",
 }
 
 
@@ -57,8 +62,8 @@ def test_every_file_is_indexed_in_its_language(polyglot) -> None:
     settings, report = polyglot
     assert report.added == len(QUESTIONS) and not report.skipped
     assert {"csharp", "ruby", "php", "kotlin", "swift", "scala", "bash", "lua", "elixir", "haskell", "zig",
-            "dart", "yaml", "toml", "json", "sql", "dockerfile", "makefile", "hcl", "protobuf", "graphql",
-            "html", "css", "ini", "python", "other"} == set(report.files_by_language)
+            "dart", "objc", "julia", "ocaml", "yaml", "toml", "json", "sql", "dockerfile", "makefile", "hcl",
+            "protobuf", "graphql", "html", "css", "ini", "matlab", "python", "other"} == set(report.files_by_language)
     assert "1 files indexed as text (no grammar for them): .nim (1)" in report.notices
     db = create_tables.connect(settings)
     files = create_tables.open_table(db, create_tables.get_repo(db, "polyglot"), "modules").to_arrow()

@@ -1,5 +1,6 @@
-"""The languages added with issue 30, parsed from tests/fixtures/polyglot (one file per language):
-exact definition rows, docs, and references that resolve through each constructor convention."""
+"""The languages added with issue 30, parsed from tests/fixtures/polyglot (one file per language,
+in the language the walk gives it): exact definition rows, docs, and references that resolve
+through each constructor convention."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from codeqa.core.records import FileParse
 from codeqa.indexing.indexer import file_rows
 from codeqa.indexing.repo_files import walk_repo
-from codeqa.parsing.languages import code_language
+from codeqa.parsing.languages import LANGUAGES
 from codeqa.parsing.references import resolve_references
 from codeqa.parsing.treesitter import ParsedFile, parse_source
 
@@ -122,6 +123,32 @@ DEFINITIONS = {
         ("method", "SubscriptionRenewal.renewToday", 32),
         ("function", "monthlySubscription", 37),
     },
+    "objc/ReceiptPrinter.h": {  # a header: Objective-C by its #import and @interface
+        ("class", "ReceiptPrinter", 4),
+        ("method", "ReceiptPrinter.initWithPrinterName", 8),
+        ("method", "ReceiptPrinter.printReceipt", 9),
+    },
+    "objc/ReceiptPrinter.m": {
+        ("impl", "ReceiptPrinter", 3),
+        ("method", "ReceiptPrinter.initWithPrinterName", 5),
+        ("method", "ReceiptPrinter.printReceipt", 14),
+        ("method", "ReceiptPrinter.feedPaper", 19),
+        ("method", "ReceiptPrinter.defaultPrinter", 23),
+    },
+    "julia/churn.jl": {
+        ("namespace", "Churn", 1),
+        ("method", "Churn.churn_rate", 10),
+        ("struct", "Churn.Cohort", 14),
+        ("method", "Churn.retained", 19),  # the short form f(x) = ...
+    },
+    "ocaml/late_fees.ml": {
+        ("type", "fee", 3),
+        ("function", "late_fee", 6),
+        ("namespace", "Policy", 10),
+        ("constant", "Policy.grace_days", 11),
+        ("method", "Policy.applies", 13),
+        ("function", "fee_if_due", 16),
+    },
     "zig/src/money.zig": {
         ("struct", "Money", 4),
         ("method", "Money.init", 8),
@@ -132,10 +159,11 @@ DEFINITIONS = {
 }
 
 
+WALKED = {found.path: found.language for found in walk_repo(POLYGLOT).files}
+
+
 def parse(path: str) -> ParsedFile:
-    language = code_language(path)
-    assert language is not None, path
-    return parse_source((POLYGLOT / path).read_text(encoding="utf-8"), language, path)
+    return parse_source((POLYGLOT / path).read_text(encoding="utf-8"), WALKED[path], path)
 
 
 def doc_of(parsed: ParsedFile, qualified_name: str) -> str:
@@ -172,6 +200,11 @@ def test_every_language_has_exact_definition_rows(path: str) -> None:
     ("haskell/src/Discount.hs", "Tier", "A loyalty tier and its percentage off."),  # a haddock the grammar puts in the imports
     ("zig/src/money.zig", "Money.add", "Adds cents to the amount."),
     ("dart/lib/cart_total.dart", "CartTotal.sum", "The price of all items plus shipping."),
+    ("objc/ReceiptPrinter.h", "ReceiptPrinter", "Prints paper receipts on the shop's thermal printer."),
+    ("objc/ReceiptPrinter.m", "ReceiptPrinter.printReceipt", "Sends one receipt to the thermal printer."),
+    ("julia/churn.jl", "Churn.churn_rate",  # the docstring before the function
+     "    churn_rate(cancelled, active)\n\nThe share of customers who cancelled their subscription this month."),
+    ("ocaml/late_fees.ml", "late_fee", "The fee for paying [days] days late: one percent a day, at most thirty."),
 ])
 def test_doc_comments(path: str, qualified_name: str, doc: str) -> None:
     assert doc_of(parse(path), qualified_name) == doc
@@ -213,7 +246,7 @@ def uses() -> dict[tuple[str, str, str], set[tuple[str, int, str]]]:
     the whole fixture, resolved as the indexer resolves them."""
     report = walk_repo(POLYGLOT)
     parses: list[FileParse] = [file_rows("polyglot", f, 0).manifest.parse for f in report.read_all()
-                               if code_language(f.path)]
+                               if f.language in LANGUAGES]
     symbols = [s for p in parses for s in p.symbols]
     found = resolve_references(symbols, parses)
     by_id = {s.id: (s.file_path, s.qualified_name, s.kind) for s in symbols}
@@ -251,6 +284,10 @@ def uses() -> dict[tuple[str, str, str], set[tuple[str, int, str]]]:
     (("zig/src/money.zig", "Money.add", "method"), ("zig/src/money.zig", 23, "call")),
     (("ruby/lib/billing/invoice_mailer.rb", "Billing.DeliveryReceipt.render", "method"),
      ("ruby/lib/billing/invoice_mailer.rb", 17, "call")),
+    (("objc/ReceiptPrinter.h", "ReceiptPrinter", "class"), ("objc/ReceiptPrinter.m", 24, "new")),  # [Foo alloc]
+    (("objc/ReceiptPrinter.m", "ReceiptPrinter.feedPaper", "method"), ("objc/ReceiptPrinter.m", 16, "call")),
+    (("julia/churn.jl", "Churn.churn_rate", "method"), ("julia/churn.jl", 19, "call")),
+    (("ocaml/late_fees.ml", "Policy.applies", "method"), ("ocaml/late_fees.ml", 17, "call")),
     # type uses
     (("haskell/src/Discount.hs", "Customer", "type"), ("haskell/src/Discount.hs", 22, "type")),
     (("csharp/Billing/PaymentGateway.cs", "CardPayment", "record"), ("csharp/Billing/PaymentGateway.cs", 16, "type")),

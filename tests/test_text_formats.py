@@ -36,6 +36,8 @@ TEXT_FILES = {
     "web/package.json": ("json", []),
     "web/static/dashboard.css": ("css", []),
     "legacy/exchange_rates.nim": ("other", []),
+    # a `.m` file that is not Objective-C: MATLAB, cut at its functions
+    "matlab/forecast_revenue.m": ("matlab", ["function total = forecast_revenue(monthly, months)"]),
 }
 
 

@@ -30,7 +30,10 @@ import tree_sitter_haskell
 import tree_sitter_java
 import tree_sitter_javascript
 import tree_sitter_kotlin
+import tree_sitter_julia
 import tree_sitter_lua
+import tree_sitter_objc
+import tree_sitter_ocaml
 import tree_sitter_php
 import tree_sitter_python
 import tree_sitter_ruby
@@ -344,6 +347,33 @@ LANGUAGES: dict[str, LanguageSpec] = {
             constructor_is_class_name=True,
             interpreters=("dart",),
         ),
+        LanguageSpec(
+            name="objc",
+            extensions=(".m", ".mm"),
+            grammar=tree_sitter_objc.language,
+            queries=("c_family.scm", "c.scm", "objc.scm"),
+            body_types=_C_BODY_TYPES | {"implementation_definition"},
+            family="c",
+            constructor_names=frozenset({"init"}),
+            factory_names=frozenset({"alloc", "new"}),  # [[Foo alloc] init...], [Foo new]
+        ),
+        LanguageSpec(
+            name="julia",
+            extensions=(".jl",),
+            grammar=tree_sitter_julia.language,
+            queries=("julia.scm",),
+            body_types=frozenset({"block"}),
+            comment_types=frozenset({"line_comment", "block_comment"}),
+            interpreters=("julia",),
+        ),
+        LanguageSpec(
+            name="ocaml",
+            extensions=(".ml",),
+            grammar=tree_sitter_ocaml.language_ocaml,
+            queries=("ocaml.scm",),
+            body_types=frozenset({"structure", "signature"}),
+            interpreters=("ocaml",),
+        ),
     )
 }
 
@@ -417,6 +447,8 @@ TEXT_FORMATS: dict[str, TextFormat] = {
             r"<h(?P<level>[1-6])\b[^>]*>(?P<title>.*?)</h[1-6]>", re.IGNORECASE),
                    section_anywhere=True),
         TextFormat("css", (".css", ".scss", ".sass", ".less")),
+        # `.m` files that are not Objective-C (SHARED_EXTENSIONS decides).
+        TextFormat("matlab", section=re.compile(r"(?P<title>(?:function|classdef)\b[^%\n]*)")),
         TextFormat("xml", (".xml", ".xsd", ".xsl", ".xslt", ".svg", ".plist", ".csproj", ".props",
                            ".targets", ".vbproj", ".fsproj")),
     )
@@ -426,33 +458,45 @@ TEXT_FORMATS: dict[str, TextFormat] = {
 OTHER_LANGUAGE = "other"
 
 
-# --- Extensions two languages share ----------------------------------------------------------------
+# --- Extensions several languages share -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SharedLanguage:
+    """One of the languages of a shared extension: a file is this language when its head shows
+    `constructs`, or when its directory holds files with one of `neighbours`' extensions."""
+
+    language: str
+    constructs: re.Pattern[str]
+    neighbours: frozenset[str]
+
 
 @dataclass(frozen=True)
 class SharedExtension:
-    """An extension two languages use (`.h`: C or C++). A file is `alternative` when its head
-    shows that language's constructs, or when its directory holds `alternative`'s sources
-    and none of `default`'s; else it is `default`."""
+    """An extension several languages use (`.h`: C, C++ or Objective-C). The first candidate
+    whose constructs the file's head shows wins; else the first whose sources are its neighbours
+    while the default's are not; else `default`."""
 
     default: str
-    alternative: str
-    constructs: re.Pattern[str]
-    alternative_neighbours: frozenset[str]
     default_neighbours: frozenset[str]
+    candidates: tuple[SharedLanguage, ...]
 
 
+_CPP_SOURCES = frozenset({".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"})
+_OBJC_CONSTRUCTS = re.compile(r"^\s*(?:@(?:interface|implementation|protocol|class)\b|#\s*import\b)",
+                              re.MULTILINE)
 SHARED_EXTENSIONS = MappingProxyType({
-    ".h": SharedExtension(
-        "c", "cpp",
+    ".h": SharedExtension("c", frozenset({".c"}), (
+        SharedLanguage("objc", _OBJC_CONSTRUCTS, frozenset({".m", ".mm"})),
         # Templates, namespaces, classes, access labels, `enum class`, C++ keywords, a standard
         # header without `.h` (`<vector>`, `<cstdint>`; C's all end in `.h`), `::` scopes.
-        re.compile(r"^\s*(?:template\s*<|namespace\s+[\w:]*\s*\{|class\s+\w+[^;(]*\{"
-                   r"|(?:public|private|protected)\s*:|using\s+namespace\b|enum\s+(?:class|struct)\b"
-                   r"|#\s*include\s*<\w+>)"
-                   r"|\b(?:constexpr|noexcept|nullptr|decltype)\b|\bstd::|\w::\w", re.MULTILINE),
-        frozenset({".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"}),
-        frozenset({".c"}),
-    ),
+        SharedLanguage("cpp", re.compile(
+            r"^\s*(?:template\s*<|namespace\s+[\w:]*\s*\{|class\s+\w+[^;(]*\{"
+            r"|(?:public|private|protected)\s*:|using\s+namespace\b|enum\s+(?:class|struct)\b"
+            r"|#\s*include\s*<\w+>)"
+            r"|\b(?:constexpr|noexcept|nullptr|decltype)\b|\bstd::|\w::\w", re.MULTILINE), _CPP_SOURCES),
+    )),
+    # MATLAB has no grammar here: its files are text, cut at their functions.
+    ".m": SharedExtension("matlab", frozenset(), (SharedLanguage("objc", _OBJC_CONSTRUCTS, frozenset({".h", ".mm"})),)),
 })
 _COMMENTS_RE = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 
@@ -536,10 +580,14 @@ def language_from_content(path: str, head: str, neighbours: frozenset[str] = fro
 
 def _shared_language(shared: SharedExtension, head: str, neighbours: frozenset[str]) -> str:
     """Content first (comments removed, so `// see Foo::bar` says nothing), then neighbours."""
-    if shared.constructs.search(_COMMENTS_RE.sub("", head)):
-        return shared.alternative
-    if neighbours & shared.alternative_neighbours and not neighbours & shared.default_neighbours:
-        return shared.alternative
+    code = _COMMENTS_RE.sub("", head)
+    for candidate in shared.candidates:
+        if candidate.constructs.search(code):
+            return candidate.language
+    if not neighbours & shared.default_neighbours:
+        for candidate in shared.candidates:
+            if neighbours & candidate.neighbours:
+                return candidate.language
     return shared.default
 
 
@@ -633,7 +681,7 @@ ROLE_RULES: tuple[RoleRule, ...] = (
         "*Test.java", "*Tests.java", "*Test.kt", "*Tests.kt",  # JUnit
         "*Tests.cs", "*Test.cs",  # xUnit, NUnit, MSTest
         "*Test.php",  # PHPUnit
-        "*Tests.swift", "*Test.swift",  # XCTest
+        "*Tests.swift", "*Test.swift", "*Tests.m",  # XCTest
         "*Spec.scala", "*Test.scala", "*Suite.scala",  # ScalaTest, MUnit
         "*Spec.hs",  # Hspec
     )),

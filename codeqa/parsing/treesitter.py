@@ -46,11 +46,11 @@ _QUALIFIER_RE = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*")
 _QUALIFIER_SEP_RE = re.compile(r"::|->")
 _GENERIC_ARGS_RE = re.compile(r"<[^<>]*>")
 _WHITESPACE_RE = re.compile(r"\s+")
-# Comment markers of every language in the table: block comments `/* */`, Haskell `{- -}` and
-# Lua `--[[ ]]`; line comments `//`, `#` and `--` (Haskell's `-- |` and Lua's `---` doc markers
-# included).
-_BLOCK_COMMENT_OPEN_RE = re.compile(r"^(?:/\*+!?|\{-+\s*\|?|--\[=*\[)")
-_BLOCK_COMMENT_CLOSE_RE = re.compile(r"(?:\*+/|-+\}|\]=*\])$")
+# Comment markers of every language in the table: block comments `/* */`, OCaml `(* *)`,
+# Haskell `{- -}`, Lua `--[[ ]]` and Julia `#= =#`; line comments `//`, `#` and `--` (Haskell's
+# `-- |` and Lua's `---` doc markers included).
+_BLOCK_COMMENT_OPEN_RE = re.compile(r"^(?:/\*+!?|\(\*+|\{-+\s*\|?|--\[=*\[|#=+)")
+_BLOCK_COMMENT_CLOSE_RE = re.compile(r"(?:\*+/|\*+\)|-+\}|\]=*\]|=+#)$")
 _BLOCK_COMMENT_STAR_RE = re.compile(r"^\s*\*(?!/) ?")
 _SHEBANG_RE = re.compile(r"\A#!.*\n?")  # `#!/usr/bin/env bash`: how to run it, not what it does
 _LINE_COMMENT_RE = re.compile(r"^\s*(?://+!?|#+|--+\s*[|^]?) ?")
