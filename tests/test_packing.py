@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import packed_lines
-from codeqa.search.packing import GAP, BODY, Definition, FileText, Span, estimate_tokens, pack
+from codeqa.search.packing import GAP, BODY, Definition, FileText, Source, Span, estimate_tokens, numbered_sources, pack
 
 pytestmark = pytest.mark.unit
 
@@ -39,7 +39,8 @@ def test_everything_fits_in_a_large_budget_in_order_without_gaps():
     packed = pack([Span(module.path, 1, len(module.lines), "@file pkg/store.py", 0)], {module.path: module}, 10_000)
     assert packed_lines(packed.text)[module.path] == list(enumerate(module.lines, 1))
     assert GAP not in packed.text.splitlines() and packed.complete
-    assert packed.text.startswith("### pkg/store.py (@file pkg/store.py)\n```python\n")
+    assert packed.text.startswith(f"### pkg/store.py (@file pkg/store.py)\n[1] pkg/store.py:1-{len(module.lines)}\n```python\n")
+    assert packed.sources == [Source(1, module.path, 1, len(module.lines))]
 
 
 def test_budget_sweep_keeps_signatures_before_bodies_whole_lines_once():
@@ -76,7 +77,7 @@ def test_matched_lines_come_first_then_their_neighbours():
     module, signatures, _ = make_module(methods=8, body=10)
     use = 30
     span = Span(module.path, 1, len(module.lines), "@references total_3", 0, frozenset({use}))
-    packed = pack([span], {module.path: module}, 40)
+    packed = pack([span], {module.path: module}, 48)  # the use, under its file's and source's headers
     assert [n for n, _ in packed_lines(packed.text)[module.path]] == [use]
     roomy = pack([span], {module.path: module}, 330)
     numbers = {n for n, _ in packed_lines(roomy.text)[module.path]}
