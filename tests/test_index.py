@@ -9,6 +9,7 @@ from codeqa.indexing import create_tables
 from conftest import SAMPLE_REPO
 from codeqa.parsing.languages import file_role
 from codeqa.indexing.indexer import index_repo, resolve_repo_name
+from codeqa.indexing.embeddings import LocalEmbedder
 
 pytestmark = pytest.mark.integration
 
@@ -180,7 +181,8 @@ def test_model_mismatch_is_refused(settings, tmp_path):
     with pytest.raises(create_tables.ModelMismatchError, match="--rebuild"):
         index_repo(root, settings, progress=False)
     report = index_repo(root, settings, progress=False, rebuild=True)
-    assert report.added == 1 and create_tables.get_repo(db, "repo").embedding_model == "local:all-MiniLM-L6-v2"
+    assert report.added == 1
+    assert create_tables.get_repo(db, "repo").embedding_model == LocalEmbedder.model_id == "local:all-MiniLM-L6-v2-int8"
 
 
 def test_sample_repo_is_untouched_by_indexing():

@@ -55,7 +55,8 @@ REGISTRY_TABLE = "codeqa_repos"
 # version is re-indexed from scratch by the next index run and refused by search until then.
 # 2: role column, modules table, constants/variables/macros and member-assigned functions.
 # 3: vectors from the int8 ONNX embedder (cosine 0.9995 to the torch vectors of 2, yet not
-#    the same: a search must never compare the two).
+#    the same: a search must never compare the two); 23 languages, every other text file as
+#    file rows and sections, `.h`/`.m` decided per file.
 INDEX_VERSION = 3
 ROW_TABLES = ("methods", "classes", "modules")  # tables of searchable rows, with vectors
 TABLE_KINDS = ROW_TABLES + ("files",)
