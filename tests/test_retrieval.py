@@ -15,7 +15,7 @@ from codeqa.llm import client as llm
 from codeqa.search import ranking
 from codeqa.search import retrieval
 from conftest import ROOT, http_server
-from codeqa.search.retrieval import MAX_QUERY_CHARS, QueryError, Retriever, SearchOptions, parse_query
+from codeqa.search.retrieval import MAX_QUERY_CHARS, QueryError, Retriever, SearchOptions, check_options, parse_query
 
 pytestmark = pytest.mark.integration
 
@@ -341,3 +341,9 @@ def test_cli_json_batch_and_errors(indexed_sample, tmp_path):
 
     unknown = run_cli(["search", "--repo", "nope", "--no-hyde", "x"], settings)
     assert unknown.returncode == 1 and "Unknown repo" in unknown.stderr and "Traceback" not in unknown.stderr
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("language", ["ruby", "kotlin", "yaml", "sql", "dockerfile", "other", "markdown"])
+def test_the_language_filter_takes_every_language_a_row_can_carry(language):
+    check_options(SearchOptions(language=language))

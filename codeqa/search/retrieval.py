@@ -37,7 +37,8 @@ from codeqa.core.config import Settings
 from codeqa.indexing.create_tables import sql_like_escape, sql_quote
 from codeqa.indexing.embeddings import get_embedder
 from codeqa.core.errors import CodeQAError, LLMUnavailable, is_valid_unicode
-from codeqa.parsing.languages import DOC_KIND, DOC_LANGUAGES, FILE_KIND, INDEXED_EXTENSIONS, LANGUAGES, ROLES
+from codeqa.parsing.languages import (DOC_KIND, DOC_LANGUAGES, FILE_KIND, INDEXED_EXTENSIONS, LANGUAGES,
+                                      OTHER_LANGUAGE, ROLES, TEXT_FORMATS)
 from codeqa.search.ranking import (DEFINITION_FILES, FileHit, LinearRanker, default_ranker, default_symbol_ranker,
                      definition_features, hits_in_file_order, rank_definitions, rank_files)
 
@@ -86,7 +87,8 @@ class QueryError(CodeQAError, ValueError):
     http_status = 400
 
 
-SEARCH_LANGUAGES = (*sorted(LANGUAGES), *sorted(DOC_LANGUAGES))
+# every language a row can carry: code, docs, text formats (yaml, sql, ...) and `other` text
+SEARCH_LANGUAGES = (*sorted(LANGUAGES), *sorted(DOC_LANGUAGES), *sorted(TEXT_FORMATS), OTHER_LANGUAGE)
 
 
 def check_query(query: object) -> str:
