@@ -343,7 +343,6 @@ def test_cli_json_batch_and_errors(indexed_sample, tmp_path):
     assert unknown.returncode == 1 and "Unknown repo" in unknown.stderr and "Traceback" not in unknown.stderr
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize("language", ["ruby", "kotlin", "yaml", "sql", "dockerfile", "other", "markdown"])
 def test_the_language_filter_takes_every_language_a_row_can_carry(language):
     check_options(SearchOptions(language=language))
