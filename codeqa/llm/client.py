@@ -55,6 +55,56 @@ class LLMStatus:
     models: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Decoding:
+    """How an answer is sampled. The penalties fight the loops a small model falls into;
+    `repeat_penalty` and `top_k` are llama.cpp's own, so only the embedded server gets them (an
+    OpenAI endpoint refuses fields it does not know)."""
+
+    temperature: float = 0.2
+    top_p: float = 1.0
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    repeat_penalty: float = 1.0
+    top_k: int = 40
+    grammar: str = ""  # a llama.cpp GBNF grammar the answer must follow
+
+    def request_fields(self, embedded: bool) -> tuple[dict[str, object], dict[str, object]]:
+        """(OpenAI API fields, llama.cpp's extra fields) of a request; the extras only when embedded."""
+        fields: dict[str, object] = {"temperature": self.temperature, "top_p": self.top_p}
+        if self.frequency_penalty:
+            fields["frequency_penalty"] = self.frequency_penalty
+        if self.presence_penalty:
+            fields["presence_penalty"] = self.presence_penalty
+        extra: dict[str, object] = {"repeat_penalty": self.repeat_penalty, "top_k": self.top_k} if embedded else {}
+        if embedded and self.grammar:
+            extra["grammar"] = self.grammar
+        return fields, extra
+
+
+class AnswerStream:
+    """A streamed answer: iterate it for the text deltas; once it is read to the end,
+    `finish_reason` says why the LLM stopped ("stop", or "length" at the max_tokens cap) and
+    `prompt_tokens` what the prompt cost, when the endpoint or the embedded server tells.
+    `close()` stops it early (the connection is closed, so the LLM stops generating)."""
+
+    def __init__(self) -> None:
+        self.deltas: Iterator[str] = iter(())
+        self.finish_reason: str | None = None
+        self.prompt_tokens: int | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        return next(self.deltas)
+
+    def close(self) -> None:
+        close = getattr(self.deltas, "close", None)
+        if close is not None:
+            close()
+
+
 def _is_transient(exc: Exception) -> bool:
     """Connection trouble, timeouts, 429 and 5xx are worth retrying; other 4xx never are."""
     if isinstance(exc, openai.APIConnectionError):
@@ -137,19 +187,24 @@ class LLMClient:
 
         return self._with_retries(create)
 
-    def stream(
-        self, role: str, messages: Messages, max_tokens: int, temperature: float = 0.2
-    ) -> Iterator[str]:
-        """Yield the answer's text deltas as they arrive (errors surface on iteration)."""
-        model = self.model_for(role)
+    def stream(self, role: str, messages: Messages, max_tokens: int, decoding: Decoding = Decoding()) -> AnswerStream:
+        """The answer's text deltas as they arrive (errors surface on iteration); once read to
+        the end, the stream says why the answer ended and what its prompt cost."""
+        answer = AnswerStream()
+        answer.deltas = self._deltas(role, messages, max_tokens, decoding, answer)
+        return answer
 
-        finished = False  # a finish reason arrived: the LLM ended the answer, not the connection
+    def _deltas(self, role: str, messages: Messages, max_tokens: int, decoding: Decoding,
+                answer: AnswerStream) -> Iterator[str]:
+        model = self.model_for(role)
+        fields, extra_body = decoding.request_fields(self.embedded)
 
         def read(chunks: openai.Stream) -> Iterator[str]:
-            nonlocal finished
             for chunk in chunks:
+                if getattr(chunk, "usage", None) is not None and chunk.usage.prompt_tokens:
+                    answer.prompt_tokens = chunk.usage.prompt_tokens
                 for choice in chunk.choices[:1]:
-                    finished = finished or choice.finish_reason is not None
+                    answer.finish_reason = answer.finish_reason or choice.finish_reason
                     if choice.delta.content:
                         yield choice.delta.content
 
@@ -158,25 +213,28 @@ class LLMClient:
                 model=model,
                 messages=list(messages),
                 max_tokens=max_tokens,
-                temperature=temperature,
                 stream=True,
+                extra_body=extra_body or None,
+                **fields,
             )
             deltas = read(chunks)
             try:
                 first = next(deltas, None)  # errors here are still retried
-                if first is None and not finished:
+                if first is None and answer.finish_reason is None:
                     raise _NotOpenAI("the answer stream ended without a word or a finish reason")
             except BaseException:
                 chunks.close()
                 raise
             return chunks, first, deltas
 
+        if self.embedded and self.server is not None:
+            answer.prompt_tokens = self.server.count_prompt_tokens(messages)
         chunks, first, deltas = self._with_retries(open_stream)
         try:
             if first is not None:
                 yield first
             yield from deltas
-            if not finished:
+            if answer.finish_reason is None:
                 raise _NotOpenAI("the stream ended before the LLM finished its answer")
         except (openai.OpenAIError, *_NOT_OPENAI) as exc:
             reason = _describe(exc, self._where(), self.settings.llm_timeout)

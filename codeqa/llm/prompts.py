@@ -7,6 +7,9 @@ every sentence here costs the user time.
 from __future__ import annotations
 
 HYDE_MAX_TOKENS = 160
+# An answer's prompt besides its budgets (context, history, answer): the instructions below and
+# the question, with room to spare; the embedded server's n_ctx is sized with it.
+CHAT_OVERHEAD_TOKENS = 600
 EXPANSION_MAX_TOKENS = 120
 
 HYDE_SYSTEM = (
@@ -40,14 +43,33 @@ def expansion_messages(question: str, snippets: str) -> list[dict[str, str]]:
     ]
 
 
+# The instructions come first and never change, so the server reuses their cached prefix from one
+# answer to the next. Measured with Qwen2.5-Coder-0.5B (docs/answers.md): asked to cite
+# `path:line`, it cites nothing; shown a worked example whose answer ends each sentence with the
+# source's number, it writes `[n]`, which the chat writes out as the source's `path:line`
+# (chat/answer.py). The closing line repeats the rule next to the question.
 CHAT_SYSTEM = (
-    "You are CodeQA, an assistant that answers questions about the user's codebase. "
-    "Answer from the code context below; when it does not contain the answer, say so plainly "
-    "instead of guessing. Cite code as `path:line` (for example `src/app.py:42`) using the "
-    "line numbers given in the context. Be concise; use markdown with fenced code blocks.\n"
-    "In the context each code line starts with its line number and `|`; `...` stands for lines "
-    "left out; Notes say what the user's @-commands found or could not find."
+    "You are CodeQA. Answer the user's question about their codebase using only the numbered "
+    "sources below.\n"
+    "Write two to five short sentences. End every sentence with the number of the source it comes "
+    "from, in square brackets: [1] or [2].\n"
+    "If the sources do not answer the question, say so; never invent code.\n\n"
+    "Example.\n"
+    "Sources:\n"
+    "[1] app/config.py:10-12  load_config\n"
+    "```python\n10|def load_config(path):\n11|    with open(path) as f:\n12|        return json.load(f)\n```\n"
+    "[2] app/main.py:3-4  create_app\n"
+    "```python\n3|def create_app():\n4|    config = load_config(\"settings.json\")\n```\n"
+    "Question: How is the configuration loaded?\n"
+    "Answer: `load_config` opens the file and parses it with `json.load` [1]. `create_app` calls it "
+    "with \"settings.json\" when the app starts [2].\n"
+    "End of the example.\n\n"
+    "Each source starts with `[n] path:start-end  Name`; each code line starts with its line number "
+    "and `|`; `...` stands for lines left out; Notes say what the user's @-commands found or could "
+    "not find."
 )
+CHAT_CLOSING = ("Answer the question below from these sources. End every sentence with the source's number "
+                "in square brackets.")
 
 NO_CONTEXT_SYSTEM = (
     "You are CodeQA, an assistant that answers questions about the user's codebase. No code "
@@ -61,4 +83,4 @@ def chat_system_prompt(context: str | None) -> str:
     """The system message for an answer: instructions plus the retrieved context, if any."""
     if not context:
         return NO_CONTEXT_SYSTEM
-    return f"{CHAT_SYSTEM}\n\n# Code context\n\n{context}"
+    return f"{CHAT_SYSTEM}\n\n# Sources\n\n{context}\n\n{CHAT_CLOSING}"

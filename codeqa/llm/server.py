@@ -9,19 +9,42 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
+import json
 import subprocess
 import sys
 import threading
+import urllib.request
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import psutil
 
 from codeqa.core.config import Settings
 from codeqa.core.errors import LLMUnavailable, one_line
+from codeqa.llm.prompts import CHAT_OVERHEAD_TOKENS
 from codeqa.llm.weights import ensure_model_file, model_path
 from codeqa.core.servers import answers, forget_state, free_port, niced, read_state, wait_until_ready, write_state
 
 EMBEDDED_MODEL_NAME = "qwen2.5-coder-0.5b-instruct"  # the model alias the server answers to
+# llama_cpp.server settings, measured on 2 cores (eval/answers/server_bench.py, docs/answers.md).
+# Its default `logits_all=True` keeps the logits of every prompt token: a 151,936-word vocabulary
+# times n_ctx floats (2.4 GB at 4k), and the output layer run for each prompt token. No caller
+# asks for prompt logprobs, so only the last token's are kept.
+SERVER_FLAGS = ("--logits_all", "False")
+CONTEXT_STEP = 256  # n_ctx is rounded up to this
+
+
+def context_window(settings: Settings) -> int:
+    """n_ctx for the answer budgets: the instructions, the context, the history and the answer
+    (the budgets' token estimates are pessimistic, so real prompts fit with room to spare)."""
+    need = CHAT_OVERHEAD_TOKENS + settings.context_tokens + settings.history_tokens + settings.answer_tokens
+    return -(-need // CONTEXT_STEP) * CONTEXT_STEP
+
+
+def chatml(messages: Sequence[Mapping[str, str]]) -> str:
+    """A conversation as Qwen2.5's chat template writes it for the model (ChatML)."""
+    turns = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+    return turns + "<|im_start|>assistant\n"
 
 
 def _tail(path: Path, start: int, limit: int = 1500) -> str:
@@ -76,6 +99,21 @@ class LocalLLMServer:
             if not self._alive() and not self._adopt():
                 self._start()
             return self._url()
+
+    def count_prompt_tokens(self, messages: Sequence[Mapping[str, str]]) -> int | None:
+        """How many tokens a chat prompt is, by the running server's tokenizer (streamed answers
+        carry no usage); None if no server runs or it can't tell."""
+        url = self.running_url()
+        if url is None:
+            return None
+        request = urllib.request.Request(url.removesuffix("/v1") + "/extras/tokenize/count",
+                                         data=json.dumps({"input": chatml(messages)}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=10.0) as response:
+                return int(json.loads(response.read())["count"])
+        except (OSError, KeyError, TypeError, ValueError):  # URLError is an OSError
+            return None
 
     def close(self) -> None:
         """Stop the server if this object started it: terminate, then kill after a grace period."""
@@ -147,12 +185,13 @@ class LocalLLMServer:
             "--model_alias", EMBEDDED_MODEL_NAME,
             "--host", "127.0.0.1",
             "--port", str(port),
-            "--n_ctx", "4096",
+            "--n_ctx", str(context_window(self.settings)),
             "--n_threads", str(self.settings.local_llm_threads),
             # Prompt processing defaults to every core, which starves searches while a chat
             # reads its context: keep it to the same budget.
             "--n_threads_batch", str(self.settings.local_llm_threads),
             "--interrupt_requests", "False",
+            *SERVER_FLAGS,
         ]  # fmt: skip
         with self.log_path.open("ab") as log:
             # Below the app's priority: a chat being answered must not hold up searches.
