@@ -4,28 +4,34 @@ Events are (name, data) pairs that the web app sends as Server-Sent Events:
     status   {"stage": hyde|search|rerank|answer, "state": start|done|skipped, "ms", "detail"}
     sources  {"results": [...], "commands": [...], "reused": bool,
               "context": {"included", "trimmed", "omitted", "tokens", "budget"}}
-    notice   {"message", "code"}
+    notice   {"message", "code"}  (about the answer: "cut" at max_tokens, "loop" stopped, "uncited")
     token    {"text"}
     error    {"message", "code"}
-    done     {"timings_ms"}
+    done     {"timings_ms", "prompt_tokens", "max_tokens"}
+
+The model reads its sources numbered (`[n] path:start-end  Name`, see search/packing.py) and
+cites them as `[n]`; the answer's text streams with each marker written out as the source's
+`[path:start-end]`, which the UI links to the viewer. Earlier turns go to the model only for a
+follow-up (`refers_back`).
 """
 
 from __future__ import annotations
 
 import logging
 import queue
+import re
 import threading
 import time
-from dataclasses import dataclass
-from typing import Generator, Iterator
+from dataclasses import dataclass, field
+from typing import Iterator
 
 from codeqa.llm import prompts
 from codeqa.chat.chat_commands import ParsedMessage, parse_message
 from codeqa.chat.chat_store import ChatStore, ChatStoreUnavailable, StoredContext
 from codeqa.chat.context import AssembledContext, ContextBuilder
 from codeqa.core.errors import CodeQAError, LLMUnavailable
-from codeqa.llm.client import LLMClient
-from codeqa.search.packing import estimate_tokens
+from codeqa.llm.client import Decoding, LLMClient
+from codeqa.search.packing import Source, estimate_tokens, numbered_sources
 from codeqa.search.retrieval import QueryError, SearchOptions
 
 log = logging.getLogger("codeqa.answer")
@@ -57,6 +63,16 @@ class ChatTurn:
     rerank: bool | None = None  # None: the CODEQA_RERANK setting, as for every search
 
 
+@dataclass
+class Reply:
+    """What one answer became: its text as shown, the notices it earned, what it cost."""
+
+    parts: list[str] = field(default_factory=list)
+    notices: list[dict] = field(default_factory=list)
+    usage: dict = field(default_factory=dict)  # {"prompt_tokens", "max_tokens"}, sent with `done`
+    complete: bool = True  # False: the stream failed or looped; never fed back to the LLM
+
+
 def history_window(history: list[dict], budget_tokens: int) -> list[dict]:
     """The most recent turns, whole messages only, that fit the budget, oldest first."""
     window: list[dict] = []
@@ -71,6 +87,181 @@ def history_window(history: list[dict], budget_tokens: int) -> list[dict]:
         used += cost
     window.reverse()
     return window
+
+
+# --- Follow-ups: when earlier turns go to the model ------------------------------------------
+
+# A message that opens like this continues the conversation ("and what does it return?").
+_CONTINUES = re.compile(r"^\W*(?:and|but|so|also|then|or|what about|how about|what else|same|ok|okay|"
+                        r"can you|could you|show me|now)\b", re.IGNORECASE)
+# Words that point back at something said before; `this`/`that` only as a pronoun or before a
+# noun of the conversation, so "the function that parses" does not count.
+_POINTS_BACK = re.compile(
+    r"\b(?:it|its|it's|they|them|their|those|these|you said|you mentioned|your answer|the answer|"
+    r"above|previous|earlier|again|instead|more detail|elaborate)\b"
+    r"|\b(?:this|that)(?=\s*(?:[?.!,]|$)|\s+(?:one|function|method|class|file|code|part|line|call|value|"
+    r"variable|error|case|example|snippet|answer|step|check))",
+    re.IGNORECASE)
+# A name in code: dotted (`app.run`), snake_case, camelCase / CamelCase, or called (`run()`).
+_SYMBOL = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|\b\w+_\w+\b|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z0-9]+[A-Z]\w*|\b\w+\(\)")
+SHORT_FOLLOW_UP_WORDS = 3  # "why?", "an example?", "show the test": too short to stand alone
+
+
+def refers_back(parsed: ParsedMessage, history: list[dict]) -> bool:
+    """Whether a message is a follow-up that needs the earlier turns: it brings no code of its
+    own (no @-command), names no symbol the conversation has not, and names one it has, opens
+    with a continuation ("and ..."), points back ("it", "that one", "your answer") or is too
+    short to stand alone. Anything else is a new question: sent alone, it can't inherit an old
+    answer's mistakes."""
+    if parsed.commands or not any(m.get("role") == "assistant" for m in history):
+        return False
+    question = parsed.question.strip()
+    said = " ".join(str(m.get("content") or "") for m in history)
+    symbols = [symbol.rstrip("()") for symbol in _SYMBOL.findall(question)]
+    if any(symbol not in said for symbol in symbols):
+        return False
+    return bool(symbols or _CONTINUES.search(question) or _POINTS_BACK.search(question)
+                or len(question.split()) <= SHORT_FOLLOW_UP_WORDS)
+
+
+# --- Answer length: max_tokens sized to the question -------------------------------------------
+
+# Questions whose answer is a place or a name; those that ask for a walk-through, a list or code.
+_SHORT_ANSWER = re.compile(r"^\W*(?:where|which|who|is there|are there|does|do|can|what file|what is the name)\b",
+                           re.IGNORECASE)
+_LONG_ANSWER = re.compile(r"\b(?:summari[sz]e|walk (?:me )?through|step by step|list (?:all|every)|every|all the|"
+                          r"write|implement|refactor|rewrite|example|tests? for|document|compare|differences?)\b",
+                          re.IGNORECASE)
+SHORT_ANSWER_TOKENS = 256
+ANSWER_TOKENS = 384
+
+
+def answer_token_limit(question: str, cap: int) -> int:
+    """max_tokens for an answer: a place or a name needs fewer tokens than an explanation, a
+    walk-through or code gets the whole `cap` (CODEQA_ANSWER_TOKENS), which bounds them all."""
+    if _LONG_ANSWER.search(question):
+        return cap
+    return min(cap, SHORT_ANSWER_TOKENS if _SHORT_ANSWER.search(question) else ANSWER_TOKENS)
+
+
+# --- Citations: the model's [n] written out as the source's path:line ---------------------------
+
+# `[1]`, `[1, 3]`, with the spaces before it (a dropped marker takes them along).
+_MARKER = re.compile(r"([ \t]*)\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
+# The end of the text so far that may still become a marker, or a run of backticks that may grow.
+_OPEN_TAIL = re.compile(r"[ \t]*(?:\[[\d, ]{0,12})?$|`+$")
+_CODE_BEFORE = re.compile(r"[\w)]$")  # `items[1]`, `f()[0]`: an index in code, not a citation
+
+
+class Citations:
+    """Rewrites the `[n]` markers of a streamed answer as `[path:start-end]` of source n, as
+    the text arrives, so the UI links them to the viewer; a marker naming no given source is
+    dropped, never guessed at. Markers in code (fenced or inline) are left alone. Text that may
+    still turn into a marker is held back until the next delta shows what it is."""
+
+    def __init__(self, sources: dict[int, Source]) -> None:
+        self.sources = sources
+        self.held = ""
+        self.last = ""  # the last character let through
+        self.in_fence = False
+        self.in_inline = False
+        self.dropped = 0  # markers that named no given source
+
+    def feed(self, delta: str) -> str:
+        """The text that can be shown now."""
+        text = self.held + delta
+        tail = _OPEN_TAIL.search(text)
+        cut = tail.start() if tail else len(text)
+        self.held = text[cut:]
+        return self._rewrite(text[:cut])
+
+    def flush(self) -> str:
+        """What was held back, at the end of the answer."""
+        text, self.held = self.held, ""
+        return self._rewrite(text)
+
+    def _rewrite(self, text: str) -> str:
+        out: list[str] = []
+        for piece in re.split(r"(`+)", text):
+            if piece.startswith("`"):
+                if len(piece) >= 3:  # a fence opens or closes a code block
+                    self.in_fence, self.in_inline = not self.in_fence, False
+                elif not self.in_fence:
+                    self.in_inline = not self.in_inline
+            elif not (self.in_fence or self.in_inline):
+                piece = _MARKER.sub(lambda m, p=piece: self._expand(m, p), piece)
+            out.append(piece)
+            self.last = (self.last + piece)[-1:]
+        return "".join(out)
+
+    def _expand(self, match: re.Match[str], piece: str) -> str:
+        before = piece[:match.start()] or self.last
+        if not match.group(1) and _CODE_BEFORE.search(before):
+            return match.group()
+        numbers = [int(n) for n in re.findall(r"\d+", match.group(2))]
+        known = [self.sources[n].citation for n in dict.fromkeys(numbers) if n in self.sources]
+        self.dropped += len(numbers) - len(known)
+        return f"{match.group(1)}[{', '.join(known)}]" if known else ""
+
+
+def cited_files(answer: str, sources: dict[int, Source]) -> set[str]:
+    """The given sources' files that an answer cites as `path:line` (written out from a marker,
+    or by the model itself)."""
+    return {s.path for s in sources.values() if re.search(rf"(?<![\w/.-]){re.escape(s.path)}:\d", answer)}
+
+
+# --- Loops: an answer that repeats itself is stopped --------------------------------------------
+
+# The embedded model's answers follow this llama.cpp grammar: the first character opens prose
+# (not `[1] path...`, with which the small model starts copying its sources out), and no number
+# is followed by `|` (the sources' numbered code lines, copied).
+ANSWER_GRAMMAR = r"""root ::= [^\[ \t\n0-9#|] rest
+rest ::= ( [^0-9] | [0-9]+ [^0-9|] )* [0-9]*
+"""
+# Sampling for answers, measured with the embedded model (docs/answers.md).
+ANSWER_DECODING = Decoding(temperature=0.2, top_p=0.95, repeat_penalty=1.1, grammar=ANSWER_GRAMMAR)
+LOOP_REPEATS = 3  # the third time the same line or run of words comes, the answer is looping
+LOOP_LINE_CHARS = 20  # shorter lines (`}`, `return x`) repeat in honest code
+LOOP_WORDS = 12  # a run of this many words, seen LOOP_REPEATS times
+LOOP_TAIL_CHARS = 60  # the answer's end made of one short unit repeated ("!!!!", "a a a a")
+
+
+class LoopGuard:
+    """Watches a streamed answer for the loops a small model falls into (the same paragraph or
+    line again and again) so the stream can be stopped instead of running to max_tokens."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.lines: dict[str, int] = {}
+        self.runs: dict[tuple[str, ...], int] = {}
+        self.words: list[str] = []
+        self.line_start = 0
+
+    def feed(self, delta: str) -> bool:
+        """Add a delta; True once the answer is looping."""
+        self.text += delta
+        looping = False
+        while (end := self.text.find("\n", self.line_start)) >= 0:
+            line = " ".join(self.text[self.line_start:end].split())
+            self.line_start = end + 1
+            if len(line) >= LOOP_LINE_CHARS:
+                self.lines[line] = self.lines.get(line, 0) + 1
+                looping |= self.lines[line] >= LOOP_REPEATS
+        words = self.text.split()
+        complete = words if self.text[-1:].isspace() else words[:-1]
+        for index in range(len(self.words), len(complete)):
+            self.words.append(complete[index])
+            if index + 1 >= LOOP_WORDS:
+                run = tuple(self.words[index + 1 - LOOP_WORDS:index + 1])
+                self.runs[run] = self.runs.get(run, 0) + 1
+                looping |= self.runs[run] >= LOOP_REPEATS
+        return looping or self._repeating_tail()
+
+    def _repeating_tail(self) -> bool:
+        tail = self.text[-LOOP_TAIL_CHARS:]
+        if len(tail) < LOOP_TAIL_CHARS or not tail.strip():
+            return False
+        return any(tail == (tail[:unit] * (LOOP_TAIL_CHARS // unit + 1))[:LOOP_TAIL_CHARS] for unit in range(1, 9))
 
 
 class ChatService:
@@ -127,11 +318,13 @@ class ChatService:
                 f"@codebase to search {turn.repo}, or name code with @definition, @references, "
                 "@file or @symbols-at.")}
 
-        answer_parts: list[str] = []
-        complete = yield from self._answer(turn, context, history, answer_parts, timings)
-        answer = {"role": "assistant", "content": "".join(answer_parts),
+        reply = Reply()
+        yield from self._answer(turn, parsed, context, history, reply, timings)
+        answer = {"role": "assistant", "content": "".join(reply.parts),
                   "sources": context.sources if context else None}
-        if not complete:
+        if reply.notices:
+            answer["notices"] = reply.notices  # shown again with the answer when the history is read
+        if not reply.complete:
             answer["truncated"] = True  # kept for the user to see, never fed back to the LLM as an answer
         try:
             self.store.append(turn.user, turn.repo, {"role": "user", "content": turn.message}, answer)
@@ -139,7 +332,7 @@ class ChatService:
             yield "notice", {"code": exc.code, "message": "This answer was not saved." if store_down
                              else f"This answer was not saved: {exc}"}
         timings["total"] = (time.perf_counter() - started) * 1000
-        yield "done", {"timings_ms": {k: round(v, 1) for k, v in timings.items()}}
+        yield "done", {"timings_ms": {k: round(v, 1) for k, v in timings.items()}, **reply.usage}
 
     def _assemble(self, turn: ChatTurn, parsed: ParsedMessage) -> Iterator[Event]:
         """Resolve the commands and search in a worker thread, relaying stage reports live."""
@@ -191,27 +384,61 @@ class ChatService:
             yield "notice", {"code": exc.code, "message": f"The context was not saved for follow-ups: {exc}"}
         yield "_context", {"context": stored, "timings": assembled.search.timings_ms if assembled.search else {}}
 
-    def _answer(self, turn: ChatTurn, context: StoredContext | None, history: list[dict],
-                parts: list[str], timings: dict[str, float]) -> Generator[Event, None, bool]:
-        """Stream the LLM's answer into `parts`; returns whether it was complete."""
+    def _answer(self, turn: ChatTurn, parsed: ParsedMessage, context: StoredContext | None, history: list[dict],
+                reply: Reply, timings: dict[str, float]) -> Iterator[Event]:
+        """Stream the LLM's answer into `reply`, its citations written out, and say what is wrong
+        with it: cut at max_tokens, stopped in a loop, or citing no source."""
+        sources = numbered_sources(context.text) if context else {}
         messages = [{"role": "system", "content": prompts.chat_system_prompt(context.text if context else None)}]
-        messages += history_window(history, self.budget.history_tokens)
+        if refers_back(parsed, history):
+            messages += history_window(history, self.budget.history_tokens)
         messages.append({"role": "user", "content": turn.message})
+        limit = answer_token_limit(parsed.question or turn.message, self.budget.answer_tokens)
         yield "status", {"stage": "answer", "state": "start", "ms": None, "detail": ""}
         started = time.perf_counter()
-        first_token = None
+        stream = self.llm.stream("chat", messages, max_tokens=limit, decoding=ANSWER_DECODING)
+        citations, guard = Citations(sources), LoopGuard()
+        looping = False
         try:
-            for text in self.llm.stream("chat", messages, max_tokens=self.budget.answer_tokens):
-                if first_token is None:
-                    first_token = time.perf_counter()
-                    timings["first_token"] = (first_token - started) * 1000
-                parts.append(text)
-                yield "token", {"text": text}
+            for delta in stream:
+                if "first_token" not in timings:
+                    timings["first_token"] = (time.perf_counter() - started) * 1000
+                if shown := citations.feed(delta):
+                    reply.parts.append(shown)
+                    yield "token", {"text": shown}
+                if looping := guard.feed(delta):
+                    stream.close()
+                    break
         except LLMUnavailable as exc:
+            if rest := citations.flush():
+                reply.parts.append(rest)
+                yield "token", {"text": rest}
             shown = " The sources above are what CodeQA found." if context else ""
             yield "error", {"code": "llm_unavailable", "message": f"No answer from the LLM: {exc}.{shown}"}
             yield "status", {"stage": "answer", "state": "skipped", "ms": None, "detail": str(exc)}
-            return False
+            reply.complete = False
+            return
+        if rest := citations.flush():
+            reply.parts.append(rest)
+            yield "token", {"text": rest}
         timings["answer"] = (time.perf_counter() - started) * 1000
+        reply.usage = {"prompt_tokens": stream.prompt_tokens, "max_tokens": limit}
+        for code, message in self._verdicts(looping, stream.finish_reason, limit, reply, sources):
+            reply.notices.append({"code": code, "message": message})
+            yield "notice", {"code": code, "message": message}
+        reply.complete = not looping
         yield "status", {"stage": "answer", "state": "done", "ms": round(timings["answer"], 1), "detail": ""}
-        return True
+
+    @staticmethod
+    def _verdicts(looping: bool, finish_reason: str | None, limit: int, reply: Reply,
+                  sources: dict[int, Source]) -> list[tuple[str, str]]:
+        """The notices an answer earns: the user sees what is wrong with it, nothing is patched."""
+        found = []
+        if looping:
+            found.append(("loop", "The answer started repeating itself, so it was stopped there."))
+        elif finish_reason == "length":
+            found.append(("cut", f"Answer cut at {limit} tokens: ask for the rest, or a narrower question."))
+        if sources and not cited_files("".join(reply.parts), sources):
+            found.append(("uncited", "This answer cites no source: check it against the sources before "
+                                     "relying on it."))
+        return found

@@ -475,8 +475,9 @@ function addAssistantMessage({ live }) {
   return parts;
 }
 
-function addNotice(parts, message) {
-  parts.notices.append(h("div", { class: "notice", "data-testid": "notice", role: "note", text: message }));
+/** A note on the answer; `code` says which ("cut", "loop", "uncited", ...), for styling and tests. */
+function addNotice(parts, message, code = "") {
+  parts.notices.append(h("div", { class: "notice", "data-testid": "notice", "data-code": code, role: "note", text: message }));
 }
 
 function addError(parts, message) {
@@ -635,7 +636,7 @@ function handleEvent(parts, event, data) {
   let outcome = null;
   if (event === "status") updateStage(parts.status, data);
   else if (event === "sources") receiveSources(parts, data);
-  else if (event === "notice") addNotice(parts, data.message);
+  else if (event === "notice") addNotice(parts, data.message, data.code);
   else if (event === "token") appendToken(parts, data.text || "");
   else if (event === "error") {
     addError(parts, data.message || "The answer failed.");
