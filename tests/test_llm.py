@@ -168,3 +168,23 @@ def test_model_is_discovered_when_none_is_configured() -> None:
         status = client.status()
     assert status.available and not status.embedded
     assert status.models == {"hyde": "served-model", "chat": "served-model"}
+
+
+@pytest.mark.unit
+def test_decoding_sends_llama_cpp_fields_and_the_grammar_to_the_embedded_server_only() -> None:
+    decoding = llm.Decoding(temperature=0.1, top_p=0.9, frequency_penalty=0.2, repeat_penalty=1.1,
+                            grammar="root ::= [a-z]+")
+    fields, extra = decoding.request_fields(embedded=False)
+    assert fields == {"temperature": 0.1, "top_p": 0.9, "frequency_penalty": 0.2} and extra == {}
+    fields, extra = decoding.request_fields(embedded=True)
+    assert extra == {"repeat_penalty": 1.1, "top_k": 40, "grammar": "root ::= [a-z]+"}
+
+
+@pytest.mark.integration
+def test_a_stream_tells_why_it_ended_and_what_the_prompt_cost(embedded_client: llm.LLMClient) -> None:
+    stream = embedded_client.stream("chat", PROMPT, max_tokens=3)
+    assert "".join(stream) and stream.finish_reason == "length"
+    assert stream.prompt_tokens is not None and stream.prompt_tokens > 10
+    grammar = llm.Decoding(grammar='root ::= "yes" | "no"')
+    answer = embedded_client.stream("chat", [{"role": "user", "content": "Is 2 > 1?"}], max_tokens=8, decoding=grammar)
+    assert "".join(answer) in {"yes", "no"} and answer.finish_reason == "stop"

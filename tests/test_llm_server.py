@@ -74,3 +74,41 @@ def test_concurrent_first_calls_start_one_server_and_close_stops_it(
     assert not psutil.pid_exists(pid)
     assert not (tmp_path / "run" / "llm-server.json").exists()
     assert (tmp_path / "logs" / "llama-server.log").stat().st_size > 0
+
+
+def test_the_server_keeps_only_the_last_logits_and_sizes_its_context_to_the_budgets(
+    embedded_settings: Settings, embedded_server: LocalLLMServer
+) -> None:
+    command = psutil.Process(embedded_server.pid).cmdline()
+    flag = command.index("--logits_all")
+    assert command[flag + 1] == "False"
+    n_ctx = int(command[command.index("--n_ctx") + 1])
+    s = embedded_settings
+    assert s.context_tokens + s.history_tokens + s.answer_tokens < n_ctx <= 4096
+
+
+def test_prompt_tokens_are_counted_by_the_servers_tokenizer(embedded_server: LocalLLMServer) -> None:
+    short = embedded_server.count_prompt_tokens([{"role": "user", "content": "hi"}])
+    longer = embedded_server.count_prompt_tokens([{"role": "system", "content": "def add(a, b):\n    return a + b"},
+                                                  {"role": "user", "content": "hi"}])
+    assert short is not None and longer is not None and 5 <= short < longer
+
+
+def test_a_gguf_of_your_own_runs_in_the_embedded_server(tmp_path: Path, llm_data_dir: Path) -> None:
+    own = tmp_path / "elsewhere" / "my-model.gguf"
+    own.parent.mkdir()
+    os.link(llm_data_dir / "models" / MODEL_FILE_NAME, own)  # any GGUF file; this one is at hand
+    settings = Settings(data_dir=tmp_path / "data", llm_base_url="", local_llm=True, local_llm_model=str(own))
+    client = llm.LLMClient(settings)
+    try:
+        assert client.status().available
+        assert client.complete("chat", PROMPT, max_tokens=4)
+        assert str(own) in psutil.Process(client.server.pid).cmdline()
+        assert not (tmp_path / "data" / "models").exists()  # the bundled model was never put together
+        assert client.server.count_prompt_tokens(PROMPT) is None  # its chat template is not known
+    finally:
+        client.close()
+    missing = llm.LLMClient(Settings(data_dir=tmp_path / "data", local_llm_model=str(tmp_path / "nope.gguf")))
+    assert not missing.status().available and "CODEQA_LOCAL_LLM_MODEL" in missing.status().reason
+    with pytest.raises(llm.LLMUnavailable, match="CODEQA_LOCAL_LLM_MODEL names no file"):
+        missing.complete("chat", PROMPT, max_tokens=4)

@@ -127,6 +127,10 @@ class Settings:
     # the public origin of a reverse proxy that terminates TLS or rewrites `Host`.
     allowed_origins: tuple[str, ...] = ()
 
+    # The embedded LLM server: a GGUF file of your own to run instead of the bundled
+    # Qwen2.5-Coder-0.5B (see docs/answers.md); empty: the bundled model.
+    local_llm_model: str = ""
+
     @property
     def database_uri(self) -> str:
         """Where LanceDB lives: CODEQA_LANCEDB_URI, else `<data_dir>/lancedb`."""
@@ -168,5 +172,6 @@ class Settings:
             history_ttl_seconds=_env_int("CODEQA_HISTORY_TTL", 7 * 24 * 3600),
             allowed_hosts=_env_list("CODEQA_ALLOWED_HOSTS"),
             allowed_origins=_env_origins("CODEQA_ALLOWED_ORIGINS"),
+            local_llm_model=_env("CODEQA_LOCAL_LLM_MODEL"),
         )
         return replace(settings, **overrides) if overrides else settings

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypeVar
 
 import openai
@@ -292,6 +293,11 @@ class LLMClient:
             return LLMStatus(True, "embedded model is running", url, True, models)
         if importlib.util.find_spec("llama_cpp") is None:
             return LLMStatus(False, "llama-cpp-python is not installed", "", True, models)
+        own = self.settings.local_llm_model
+        if own:
+            if not Path(own).expanduser().is_file():
+                return LLMStatus(False, f"CODEQA_LOCAL_LLM_MODEL names no file: {own}", "", True, models)
+            return LLMStatus(True, "embedded server starts on first use", "", True, models)
         try:
             model_part_paths()
         except ModelFileError as exc:

