@@ -40,7 +40,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from codeqa.core.config import Settings
 from codeqa.indexing.create_tables import UnknownRepoError, sql_quote
-from codeqa.core.errors import (CodeQAError, InvalidArgument, one_line, printable, printable_lines, repo_path_prefix,
+from codeqa.core.errors import (CodeQAError, InvalidArgument, one_line, printable, printable_lines,
                                 run_cli, user_error)
 from codeqa.parsing.languages import language_for
 from codeqa.core.records import RepoInfo
@@ -259,7 +259,7 @@ class CodeTools:
                     path: str | None) -> tuple[str, SearchOutput]:
         info = self.repo(repo)
         options = SearchOptions(k=k, hyde=False, language=lang,
-                                path_prefix=repo_path_prefix(path and _repo_relative(info, path)))
+                                path_prefix=path and _repo_relative(info, path))
         result = self.services.retriever.search(info.name, query, options)
         hits = []
         for hit in result.results:

@@ -17,7 +17,7 @@ import sys
 from typing import Iterator
 
 from codeqa.core.config import Settings
-from codeqa.core.errors import printable, printable_lines, repo_path_prefix, run_cli
+from codeqa.core.errors import printable, printable_lines, run_cli
 from codeqa.parsing.languages import ROLES
 from codeqa.search.retrieval import QueryError, SearchOptions, SearchResult, check_options
 from codeqa.services import Services
@@ -130,7 +130,7 @@ def _run(args: argparse.Namespace) -> int:
 def _search_main(args: argparse.Namespace, services: Services) -> None:
     """`codeqa search`: one question, or a JSONL batch (a bad query there is one error line)."""
     options = SearchOptions(k=args.k, hyde=args.hyde, rerank=args.rerank, language=args.lang,
-                            path_prefix=repo_path_prefix(args.path), role=args.role, mode=args.mode, pool=args.pool)
+                            path_prefix=args.path, role=args.role, mode=args.mode, pool=args.pool)
     check_options(options)  # once, not once per query of a batch
     queries = _batch(args.batch) if args.batch else [(None, args.query)]
     for query_id, query in queries:

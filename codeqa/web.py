@@ -28,7 +28,7 @@ from werkzeug.exceptions import HTTPException
 from codeqa.chat.answer import ChatTurn
 from codeqa.chat.chat_commands import complete_commands, completion_target, quote_argument
 from codeqa.core.config import Settings
-from codeqa.core.errors import (UNSAFE_PATTERN, CodeQAError, is_valid_unicode, printable, repo_path_prefix,
+from codeqa.core.errors import (UNSAFE_PATTERN, CodeQAError, is_valid_unicode, printable,
                                 user_error, without_paths)
 from codeqa.parsing.languages import language_for
 from codeqa.core.records import RepoInfo
@@ -224,7 +224,7 @@ def search() -> Response:
     query = text_field(data, "query", MAX_MESSAGE_CHARS)
     options = SearchOptions(k=data.get("k", 10), hyde=flag(data, "hyde", False), rerank=optional_flag(data, "rerank"),
                             language=optional_field(data, "lang"),
-                            path_prefix=repo_path_prefix(optional_field(data, "path")))
+                            path_prefix=optional_field(data, "path"))
     result = services().retriever.search(info.name, query, options)  # QueryError (400) for bad k, lang, path
     return jsonify(public(result.to_json()))
 

@@ -15,7 +15,9 @@ from codeqa.llm import client as llm
 from codeqa.search import ranking
 from codeqa.search import retrieval
 from conftest import ROOT, http_server
-from codeqa.search.retrieval import MAX_QUERY_CHARS, QueryError, Retriever, SearchOptions, check_options, parse_query
+from codeqa.search.retrieval import (MAX_QUERY_CHARS, QueryError, Retriever, SearchOptions, _where, check_options,
+                                     parse_query)
+from codeqa.core.errors import InvalidArgument
 
 pytestmark = pytest.mark.integration
 
@@ -346,3 +348,14 @@ def test_cli_json_batch_and_errors(indexed_sample, tmp_path):
 @pytest.mark.parametrize("language", ["ruby", "kotlin", "yaml", "sql", "dockerfile", "other", "markdown"])
 def test_the_language_filter_takes_every_language_a_row_can_carry(language):
     check_options(SearchOptions(language=language))
+
+
+@pytest.mark.parametrize("prefix", ["../", "/etc", "src/../../x"])
+def test_a_path_filter_outside_the_repo_is_refused_by_the_search_itself(prefix):
+    with pytest.raises(InvalidArgument, match="path must be a folder or file path inside the repo"):
+        check_options(SearchOptions(path_prefix=prefix))
+
+
+def test_a_dot_folder_filter_keeps_its_dot():
+    assert _where(SearchOptions(path_prefix=".github/")) == "file_path LIKE '.github/%'"
+    assert _where(SearchOptions(path_prefix="././src/")) == "file_path LIKE 'src/%'"

@@ -36,7 +36,7 @@ from codeqa.llm import prompts
 from codeqa.core.config import Settings
 from codeqa.indexing.create_tables import sql_like_escape, sql_quote
 from codeqa.indexing.embeddings import get_embedder
-from codeqa.core.errors import CodeQAError, LLMUnavailable, is_valid_unicode
+from codeqa.core.errors import CodeQAError, LLMUnavailable, is_valid_unicode, repo_path_prefix
 from codeqa.parsing.languages import (DOC_KIND, DOC_LANGUAGES, FILE_KIND, INDEXED_EXTENSIONS, LANGUAGES,
                                       OTHER_LANGUAGE, ROLES, TEXT_FORMATS)
 from codeqa.search.ranking import (DEFINITION_FILES, FileHit, LinearRanker, default_ranker, default_symbol_ranker,
@@ -118,6 +118,7 @@ def check_options(options: "SearchOptions") -> None:
     if prefix is not None and (not isinstance(prefix, str) or len(prefix) > MAX_PATH_PREFIX
                                or "\x00" in prefix or not is_valid_unicode(prefix)):
         raise QueryError(f"path must be a folder or file path of the repo, at most {MAX_PATH_PREFIX:,} characters.")
+    repo_path_prefix(prefix)  # nothing outside the repo (`../`, `/etc`): it would search everything
     if options.mode not in {"hybrid", "vector", "bm25"}:
         raise QueryError(f"Unknown search mode {options.mode!r}.")
     if options.role is not None and (not isinstance(options.role, str) or options.role.lower() not in ROLES):
@@ -317,7 +318,7 @@ def _where(options: SearchOptions) -> str | None:
     if options.language:
         clauses.append(f"language = {sql_quote(options.language.lower())}")
     if options.path_prefix:
-        prefix = options.path_prefix.strip().lstrip("./")
+        prefix = re.sub(r"^(?:\./)+", "", options.path_prefix.strip())  # `./src` is `src`; `.github/` stays
         clauses.append(f"file_path LIKE {sql_quote(sql_like_escape(prefix) + '%')}")
     if options.role:
         clauses.append(f"role = {sql_quote(options.role.lower())}")
