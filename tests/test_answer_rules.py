@@ -157,3 +157,15 @@ def test_a_class_header_alone_is_a_source_of_its_own_and_numbers_stay_within_bud
         assert packed.tokens <= budget
         assert [s.number for s in packed.sources] == list(range(1, len(packed.sources) + 1))
     assert len(packed.sources) == 12 and "[12] pkg/m11.py:13-14  helper" in packed.text
+
+
+def test_the_embedded_model_reads_fewer_sources_in_a_smaller_context_than_a_configured_one():
+    from codeqa.chat.answer import SMALL_MODEL_SOURCES, ChatBudget
+    from codeqa.core.config import Settings
+
+    embedded = ChatBudget.from_settings(Settings(local_context_tokens=900, context_tokens=5000))
+    assert (embedded.k, embedded.context_tokens) == (SMALL_MODEL_SOURCES, 900)
+    remote = ChatBudget.from_settings(Settings(llm_base_url="http://llm/v1", local_context_tokens=900,
+                                               context_tokens=5000))
+    assert (remote.k, remote.context_tokens) == (8, 5000)
+    assert ChatBudget.from_settings(Settings(), context_tokens=600).context_tokens == 600

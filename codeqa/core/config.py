@@ -130,6 +130,10 @@ class Settings:
     # The embedded LLM server: a GGUF file of your own to run instead of the bundled
     # Qwen2.5-Coder-0.5B (see docs/answers.md); empty: the bundled model.
     local_llm_model: str = ""
+    # The context budget when the embedded model answers (CODEQA_CONTEXT_TOKENS is for a
+    # configured endpoint's model): a small model on a CPU answers best, and soonest, from fewer
+    # sources (docs/answers.md).
+    local_context_tokens: int = 1000
 
     @property
     def database_uri(self) -> str:
@@ -173,5 +177,6 @@ class Settings:
             allowed_hosts=_env_list("CODEQA_ALLOWED_HOSTS"),
             allowed_origins=_env_origins("CODEQA_ALLOWED_ORIGINS"),
             local_llm_model=_env("CODEQA_LOCAL_LLM_MODEL"),
+            local_context_tokens=_env_int("CODEQA_LOCAL_CONTEXT_TOKENS", 1000),
         )
         return replace(settings, **overrides) if overrides else settings

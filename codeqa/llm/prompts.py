@@ -45,15 +45,18 @@ def expansion_messages(question: str, snippets: str) -> list[dict[str, str]]:
 
 # The instructions come first and never change, so the server reuses their cached prefix from one
 # answer to the next. Measured with Qwen2.5-Coder-0.5B (docs/answers.md): asked to cite
-# `path:line`, it cites nothing; shown a worked example whose answer ends each sentence with the
-# source's number, it writes `[n]`, which the chat writes out as the source's `path:line`
-# (chat/answer.py). The closing line repeats the rule next to the question.
+# `path:line`, it cites nothing; shown a worked example that cites `[n]`, it sometimes does, and
+# the chat writes each `[n]` out as the source's `path:line` (chat/answer.py). The embedded
+# model's answer is also held to a grammar that opens it with "According to [n]," (the example
+# shows the same opening). The example is set in a kitchen, far from any codebase, because the
+# small model repeats its phrases. The closing line repeats the rule next to the question.
 CHAT_SYSTEM = (
     "You are CodeQA. Answer the user's question about their codebase using only the numbered "
     "sources below.\n"
-    "Write two to five short sentences. End every sentence with the number of the source it comes "
-    "from, in square brackets: [1] or [2].\n"
-    "If the sources do not answer the question, say so; never invent code.\n\n"
+    "Start with the source that answers it: \"According to [n], ...\". After any other sentence "
+    "that uses a source, write that source's number in square brackets.\n"
+    "Write two to five short sentences. If the sources do not answer the question, say so; never "
+    "invent code.\n\n"
     "Example.\n"
     "Sources:\n"
     "[1] kitchen/kettle.py:10-12  Kettle.boil\n"
@@ -61,15 +64,14 @@ CHAT_SYSTEM = (
     "[2] kitchen/tea.py:3-4  brew_tea\n"
     "```python\n3|def brew_tea(kettle, leaves):\n4|    kettle.boil()\n```\n"
     "Question: How is the water heated?\n"
-    "Answer: `Kettle.boil` heats the water until it reaches 100 degrees [1]. `brew_tea` calls it "
-    "before the leaves go in [2].\n"
+    "Answer: According to [1], `Kettle.boil` heats the water until it boils. `brew_tea` calls it [2].\n"
     "End of the example.\n\n"
     "Each source starts with `[n] path:start-end  Name`; each code line starts with its line number "
     "and `|`; `...` stands for lines left out; Notes say what the user's @-commands found or could "
     "not find."
 )
-CHAT_CLOSING = ("Answer the question below from these sources. End every sentence with the source's number "
-                "in square brackets.")
+CHAT_CLOSING = ("Answer the question below from these sources, starting with \"According to [n],\" for the "
+                "source that answers it.")
 
 NO_CONTEXT_SYSTEM = (
     "You are CodeQA, an assistant that answers questions about the user's codebase. No code "

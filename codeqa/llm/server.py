@@ -37,7 +37,8 @@ CONTEXT_STEP = 256  # n_ctx is rounded up to this
 def context_window(settings: Settings) -> int:
     """n_ctx for the answer budgets: the instructions, the context, the history and the answer
     (the budgets' token estimates are pessimistic, so real prompts fit with room to spare)."""
-    need = CHAT_OVERHEAD_TOKENS + settings.context_tokens + settings.history_tokens + settings.answer_tokens
+    context = max(settings.context_tokens, settings.local_context_tokens)
+    need = CHAT_OVERHEAD_TOKENS + context + settings.history_tokens + settings.answer_tokens
     return -(-need // CONTEXT_STEP) * CONTEXT_STEP
 
 
