@@ -202,13 +202,18 @@ def ask(args: argparse.Namespace) -> int:
             print(f"[{args.label}] {number}/{len(questions)} {question['id']} first {row['first_token_s'] or 0:.1f} s "
                   f"total {row['total_s']:.1f} s cited {row['cited']} gold {row['cites_gold']} "
                   f"loop {row['loops']} cut {row['cut']}", file=sys.stderr, flush=True)
+            _write(args, tree, rows, rss.peak)  # after every answer: a long run's answers so far survive it
         rss.stop.set()
         rss.join()
+    _write(args, tree, rows, rss.peak)
+    return 0
+
+
+def _write(args: argparse.Namespace, tree: Path, rows: list[dict], peak_rss: int) -> None:
     out = {"label": args.label, "tree": str(tree), "commit": _commit(tree), "load": os.getloadavg(),
-           "server_peak_rss_mb": rss.peak / 2**20, "rows": rows}
+           "server_peak_rss_mb": peak_rss / 2**20, "rows": rows}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(out, indent=1), encoding="utf-8")
-    return 0
 
 
 def _commit(tree: Path) -> str:
