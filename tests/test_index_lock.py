@@ -48,7 +48,8 @@ def tiny_repo(db_dir: Path) -> RepoInfo:
 
 
 WRITER = """
-import json, time, lancedb, create_tables
+import json, time, lancedb
+from codeqa.indexing import create_tables
 from codeqa.core.records import ManifestEntry, RepoInfo
 db_dir, start = sys.argv[1], float(sys.argv[2])
 db = lancedb.connect(db_dir)

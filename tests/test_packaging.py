@@ -6,11 +6,11 @@ real install takes (PyTorch, compiling llama.cpp):
   fresh venv (without pip) whose only link to the test run's environment is one `.pth` file:
   the test's site-packages (holding every pinned dependency, and setuptools) are visible to it;
 - the test run's pip, pointed at the fresh venv (`pip --python VENV/bin/python install
-  --no-index --no-build-isolation WHEEL`, pip's configuration files ignored), then resolves
-  every pin of requirements.txt against those installed packages (a missing or differently
-  pinned one fails the install: there is no index to fetch it from), and installs the wheel
-  that `pip wheel` built from the copy with the pinned setuptools: the package, its data
-  (queries, ranking models, templates, static) and the `codeqa` command;
+  --no-index`, pip's configuration files ignored), resolves every pin of requirements.txt
+  against those installed packages (a missing or differently pinned one fails: there is no
+  index to fetch it from), then installs the wheel that `pip wheel` built from the copy with
+  the pinned setuptools: the package, its data (queries, ranking models, the embedder's
+  tokenizer, templates, static) and the `codeqa` command;
 - the commands run from a folder outside the checkout, so the modules, queries, templates
   and assets they use are the installed ones (the test checks where they were imported from).
 """
@@ -70,8 +70,12 @@ def installed(wheel, tmp_path_factory) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     (Path(sysconfig.get_path("purelib", vars={"base": str(venv)})) / "test-dependencies.pth").write_text(
         sysconfig.get_path("purelib") + "\n")
-    _pip("--python", str(venv / "bin" / "python"), "install", "--no-index", "--no-build-isolation", "--quiet",
-         str(wheel))
+    python = str(venv / "bin" / "python")
+    # Every pin of requirements.txt is met by what is installed (there is no index to fetch from) ...
+    _pip("--python", python, "install", "--no-index", "--quiet", "-r", str(ROOT / "requirements.txt"))
+    # ... and the wheel goes in as itself: the test run's own editable install of this checkout is
+    # visible through the .pth, and pip would otherwise take it for "already satisfied".
+    _pip("--python", python, "install", "--no-index", "--no-deps", "--force-reinstall", "--quiet", str(wheel))
     return venv / "bin"
 
 
@@ -107,7 +111,9 @@ def test_pip_install_gives_working_codeqa_commands(installed, tmp_path):
     env = _env(data_dir)
     where = subprocess.run([str(installed / "python"), "-c", "import codeqa; from codeqa.parsing import treesitter; "
                             "print(codeqa.__file__); print(treesitter.QUERIES_DIR); print(codeqa.Services.__module__)"],
-                           cwd=elsewhere, env=env, capture_output=True, text=True, check=True).stdout.split()
+                           cwd=elsewhere, env=env, capture_output=True, text=True)
+    assert where.returncode == 0, where.stderr
+    where = where.stdout.split()
     assert all(path.startswith(str(installed.parent)) for path in where[:2]), where
     assert where[2] == "codeqa.services"
     assert "  mcp " in subprocess.run([str(installed / "python"), "-m", "codeqa", "--help"], cwd=elsewhere, env=env,
