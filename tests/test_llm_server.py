@@ -41,12 +41,17 @@ def test_the_server_and_its_threads_run_below_the_apps_priority(
 
 
 def llama_servers_under(data_dir: Path) -> list[psutil.Process]:
-    """Our children that run llama_cpp.server on a model inside `data_dir`."""
-    return [
-        child
-        for child in psutil.Process().children()
-        if "llama_cpp.server" in child.cmdline() and any(str(data_dir) in a for a in child.cmdline())
-    ]
+    """Our children that run llama_cpp.server on a model inside `data_dir` (an earlier test's
+    child that has exited but is not reaped yet, a zombie, has no command line to read)."""
+    found = []
+    for child in psutil.Process().children():
+        try:
+            command = child.cmdline()
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            continue
+        if "llama_cpp.server" in command and any(str(data_dir) in a for a in command):
+            found.append(child)
+    return found
 
 
 def test_concurrent_first_calls_start_one_server_and_close_stops_it(
