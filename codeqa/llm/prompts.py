@@ -45,27 +45,18 @@ def expansion_messages(question: str, snippets: str) -> list[dict[str, str]]:
 
 # The instructions come first and never change, so the server reuses their cached prefix from one
 # answer to the next. Measured with Qwen2.5-Coder-0.5B (docs/answers.md): asked to cite
-# `path:line`, it cites nothing; shown a worked example that cites `[n]`, it sometimes does, and
-# the chat writes each `[n]` out as the source's `path:line` (chat/answer.py). The embedded
-# model's answer is also held to a grammar that opens it with "According to [n]," (the example
-# shows the same opening). The example is set in a kitchen, far from any codebase, because the
-# small model repeats its phrases. The closing line repeats the rule next to the question.
+# `path:line`, it cites nothing; asked for the source's number, with a worked example, it
+# sometimes writes `[n]`, which the chat writes out as the source's `path:line` (chat/answer.py),
+# but it also repeats the example's answer as its own. So there is no example: the embedded
+# model's answer is held to a grammar that opens it with "According to [n]," instead, and these
+# lines tell it the same. The closing line repeats the rule next to the question.
 CHAT_SYSTEM = (
     "You are CodeQA. Answer the user's question about their codebase using only the numbered "
     "sources below.\n"
     "Start with the source that answers it: \"According to [n], ...\". After any other sentence "
-    "that uses a source, write that source's number in square brackets.\n"
-    "Write two to five short sentences. If the sources do not answer the question, say so; never "
-    "invent code.\n\n"
-    "Example.\n"
-    "Sources:\n"
-    "[1] kitchen/kettle.py:10-12  Kettle.boil\n"
-    "```python\n10|    def boil(self):\n11|        while self.celsius < 100:\n12|            self.heat()\n```\n"
-    "[2] kitchen/tea.py:3-4  brew_tea\n"
-    "```python\n3|def brew_tea(kettle, leaves):\n4|    kettle.boil()\n```\n"
-    "Question: How is the water heated?\n"
-    "Answer: According to [1], `Kettle.boil` heats the water until it boils. `brew_tea` calls it [2].\n"
-    "End of the example.\n\n"
+    "that uses a source, write that source's number in square brackets, like [2].\n"
+    "Write two to five short sentences about the code in the sources. If they do not answer the "
+    "question, say so; never invent code.\n"
     "Each source starts with `[n] path:start-end  Name`; each code line starts with its line number "
     "and `|`; `...` stands for lines left out; Notes say what the user's @-commands found or could "
     "not find."
