@@ -16,9 +16,11 @@ so two trees never share a chat store or an LLM server.
 Metrics (over the questions asked):
     cites a source      the answer cites (`path:line`) a file of the context the model was given
     cites gold          it cites a gold file, over the answers whose context held one
-    degenerate          it loops (a line of 20+ characters, or a run of 12 words, three times) or
-                        was cut at max_tokens (the server's log says how many tokens it generated)
-    cut with notice     of the cut or looping answers, those whose stream carried a notice saying so
+    degenerate          it loops (a line of 20+ characters, or a run of 12 words, three times), was
+                        cut at max_tokens (the server's log says how many tokens it generated), or
+                        repeats 8 words in a row of the prompt's fixed instructions (an echo of
+                        them, or of an example in them, instead of an answer)
+    with a notice       of the looping or cut answers, those whose stream carried a notice saying so
     first token, total  seconds from sending the message to the first answer token / to `done`
     prompt tokens       the whole prompt, as the server's log counts it (cached prefix included)
     server RSS          the embedded server's peak resident memory during the run
@@ -67,6 +69,15 @@ def load_questions(sample: int | None) -> list[dict]:
 
 
 # --- One run: ask every question through one code tree's chat pipeline ---------------------------
+
+
+def copies(text: str, instructions: str, words: int = 8) -> bool:
+    """Whether an answer repeats a run of `words` words of the prompt's fixed instructions (a small
+    model echoing its instructions or an example in them instead of answering)."""
+    said = instructions.split()
+    runs = {tuple(said[i:i + words]) for i in range(len(said) - words + 1)}
+    answer = text.split()
+    return any(tuple(answer[i:i + words]) in runs for i in range(len(answer) - words + 1))
 
 
 def loops(text: str) -> bool:
@@ -138,7 +149,7 @@ def prepare_data(index_data: Path, work: Path, model: Path | None) -> Path:
     return work
 
 
-def ask_one(services, chat_turn, question: dict, log: ServerLog, limit_default: int) -> dict:
+def ask_one(services, chat_turn, question: dict, log: ServerLog, limit_default: int, instructions: str) -> dict:
     """One question through the chat; what streamed back, timed, with what the server logged."""
     message = f"@codebase {question['query']}"
     user = f"eval-{question['id']}"
@@ -172,7 +183,7 @@ def ask_one(services, chat_turn, question: dict, log: ServerLog, limit_default: 
         "id": question["id"], "kind": question["kind"], "answer": answer, "notices": notices, "errors": errors,
         "context_files": sorted(context_files), "cited": sorted(cited),
         "gold_in_context": bool(gold & context_files), "cites_gold": bool(gold & cited),
-        "loops": loops(answer), "cut": served.get("generated", 0) >= max_tokens, "max_tokens": max_tokens,
+        "loops": loops(answer), "copies_prompt": copies(answer, instructions), "cut": served.get("generated", 0) >= max_tokens, "max_tokens": max_tokens,
         "first_token_s": (first - started) if first else None, "total_s": total,
         "prompt_tokens": done.get("prompt_tokens") or served.get("prompt_tokens"), **{
             k: served.get(k) for k in ("prompt_evaluated", "prompt_tok_s", "generated", "gen_tok_s")},
@@ -185,6 +196,7 @@ def ask(args: argparse.Namespace) -> int:
     os.environ.setdefault("LANCEDB_LOG", "error")
     from codeqa.chat.answer import ChatTurn  # noqa: PLC0415 - from the tree under test
     from codeqa.core.config import Settings  # noqa: PLC0415
+    from codeqa.llm.prompts import CHAT_SYSTEM  # noqa: PLC0415
     from codeqa.services import Services  # noqa: PLC0415
 
     data = prepare_data(args.index_data, args.work / args.label, args.model)
@@ -197,7 +209,7 @@ def ask(args: argparse.Namespace) -> int:
         rss = PeakRss(lambda: services.llm.server.pid if services.llm.server else None)
         rss.start()
         for number, question in enumerate(questions, 1):
-            row = ask_one(services, ChatTurn, question, log, settings.answer_tokens)
+            row = ask_one(services, ChatTurn, question, log, settings.answer_tokens, CHAT_SYSTEM)
             rows.append(row)
             print(f"[{args.label}] {number}/{len(questions)} {question['id']} first {row['first_token_s'] or 0:.1f} s "
                   f"total {row['total_s']:.1f} s cited {row['cited']} gold {row['cites_gold']} "
@@ -239,8 +251,8 @@ def summarize(run: dict) -> dict[str, str]:
     rows = run["rows"]
     n = len(rows)
     with_gold = [r for r in rows if r["gold_in_context"]]
-    degenerate = [r for r in rows if r["loops"] or r["cut"]]
-    noticed = [r for r in degenerate if {x["code"] for x in r["notices"]} & {"cut", "loop"}]
+    degenerate = [r for r in rows if r["loops"] or r["cut"] or r.get("copies_prompt")]
+    noticed = [r for r in rows if (r["loops"] or r["cut"]) and {x["code"] for x in r["notices"]} & {"cut", "loop"}]
 
     def seconds(values: list[float | None], q: float) -> str:
         found = percentile(values, q)
@@ -255,8 +267,10 @@ def summarize(run: dict) -> dict[str, str]:
         "cites a source": f"{sum(bool(r['cited']) for r in rows) / n:.2f}",
         "cites gold (context held gold)": f"{sum(r['cites_gold'] for r in with_gold) / max(1, len(with_gold)):.2f} "
                                           f"(of {len(with_gold)})",
-        "degenerate (loop or cut)": f"{len(degenerate) / n:.2f} ({len(degenerate)})",
-        "… of them with a notice": f"{len(noticed)} of {len(degenerate)}",
+        "degenerate (loop, cut or copied prompt)": f"{len(degenerate) / n:.2f} ({len(degenerate)})",
+        "… loops / cuts / copied prompt": f"{sum(r['loops'] for r in rows)} / {sum(r['cut'] for r in rows)} / "
+                                          f"{sum(bool(r.get('copies_prompt')) for r in rows)}",
+        "… loops and cuts with a notice": f"{len(noticed)} of {sum(bool(r['loops'] or r['cut']) for r in rows)}",
         "first token p50 / p95 (s)": f"{seconds([r['first_token_s'] for r in rows], 0.5)} / "
                                      f"{seconds([r['first_token_s'] for r in rows], 0.95)}",
         "whole answer p50 / p95 (s)": f"{seconds([r['total_s'] for r in rows], 0.5)} / "
