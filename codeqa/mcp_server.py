@@ -362,9 +362,7 @@ class CodeTools:
     def list_repos(self) -> tuple[str, ReposOutput]:
         repos = self.services.repos()
         default = self.default(repos)
-        # While a repo's first index run still writes its rows (`indexed_at` 0), none has a vector.
-        summaries = [RepoSummary(**{**info.summary(), **({} if info.indexed_at else {"embedded_percent": 0})})
-                     for info in repos]
+        summaries = [RepoSummary(**info.summary()) for info in repos]
         if not repos:
             return NO_REPOS, ReposOutput(repos=[], default=None)
         lines = []

@@ -121,12 +121,8 @@ def optional_field(data: dict, name: str) -> Any:
 
 def repo_summary(info: RepoInfo) -> dict:
     """What a web client may know of an indexed repo: not where it lives on the server (the MCP
-    server, a tool on the user's own machine, shows that). While its first index run still
-    writes the rows (`indexed_at` is 0), none has a vector yet: 0% embedded, not 100%."""
-    summary = {key: value for key, value in info.summary().items() if key != "root"}
-    if not info.indexed_at:
-        summary["embedded_percent"] = 0
-    return summary
+    server, a tool on the user's own machine, shows that)."""
+    return {key: value for key, value in info.summary().items() if key != "root"}
 
 
 def status_report() -> dict:

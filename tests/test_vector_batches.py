@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from codeqa.indexing.create_tables import embedding_batches, embedding_text
-from codeqa.core.records import RepoStats
+from codeqa.core.records import RepoInfo, RepoStats
 
 pytestmark = pytest.mark.unit
 
@@ -28,3 +28,11 @@ def test_identical_texts_are_embedded_once_and_batches_go_longest_first() -> Non
     (0, 0, 100), (200, 0, 100), (200, 200, 0), (200, 1, 99), (200, 50, 75), (3, 2, 33)])
 def test_embedded_percent_is_100_only_when_every_row_has_its_vector(rows: int, pending: int, percent: int) -> None:
     assert RepoStats(rows=rows, vectors_pending=pending).embedded_percent == percent
+
+
+@pytest.mark.parametrize(("indexed_at", "percent"), [(0.0, 0), (1.0, 100)])
+def test_a_repo_whose_first_run_still_writes_is_not_shown_embedded(indexed_at: float, percent: int) -> None:
+    """No rows and no pending vectors reads as 100% unless the summary knows the run has not ended."""
+    info = RepoInfo(name="r", root="/r", prefix="r", embedding_model="m", embedding_dim=3,
+                    created_at=1.0, indexed_at=indexed_at)
+    assert info.summary()["embedded_percent"] == percent

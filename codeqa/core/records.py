@@ -199,12 +199,14 @@ class RepoInfo:
                 "stats": json.dumps(stats, sort_keys=True), "index_version": self.index_version}
 
     def summary(self) -> dict[str, Any]:
-        """What the faces show of a repo (web API, MCP `list_repos`): where it is, its counts."""
+        """What the faces show of a repo (web API, MCP `list_repos`): where it is, its counts.
+        While its first index run still writes the rows (`indexed_at` is 0), none has a vector
+        yet: 0% embedded, not the 100% that an empty row count would give."""
         stats = self.stats
         return {"name": self.name, "root": self.root, "files": stats.files, "methods": stats.methods,
                 "classes": stats.classes, "docs": stats.docs, "references": stats.references,
                 "indexed_at": self.indexed_at, "languages": stats.files_by_language,
-                "embedded_percent": stats.embedded_percent}
+                "embedded_percent": stats.embedded_percent if self.indexed_at else 0}
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "RepoInfo":
