@@ -37,7 +37,7 @@ from codeqa.parsing.treesitter import parse_source  # noqa: E402
 
 from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror, git  # noqa: E402
 from realistic.gold import FileChange, Span, gold_spans, parse_diff  # noqa: E402
-from realistic.items import GoldFile, GoldSymbol, Item, names_file, save_items, split_problems  # noqa: E402
+from realistic.items import GoldFile, GoldSymbol, Item, load_items, names_file, save_items, split_problems  # noqa: E402
 
 MINING_REPORT = Path(__file__).resolve().parent / "mining.md"
 
@@ -123,6 +123,26 @@ PLANS: tuple[RepoPlan, ...] = (
     RepoPlan("facebook/zstd", "c", "train", mswe="c/facebook__zstd_dataset.jsonl", max_issues=20),
     RepoPlan("nlohmann/json", "cpp", "train", mswe="cpp/nlohmann__json_dataset.jsonl", max_issues=25,
              generated=("single_include/",)),
+    # The languages of issue 30: maintainers' fix commits, newest first from each mirror's head.
+    # Ruby
+    RepoPlan("sinatra/sinatra", "ruby", "test", commits=12, anchor="cb22afd7902b566b6eaba6c4ea89739494a65d12"),
+    RepoPlan("rack/rack", "ruby", "train", commits=10, anchor="8bf4eb078498edc9105fb04add80d89c5340e60b"),
+    # PHP
+    RepoPlan("slimphp/Slim", "php", "test", commits=12, anchor="038fd5713d5a41636fdff0e8dcceedecdd17fc17"),
+    RepoPlan("guzzle/psr7", "php", "train", commits=10, anchor="45b30f99ac27b5ca93cb4831afe16285f57b8221"),
+    # Kotlin
+    RepoPlan("square/okio", "kotlin", "test", commits=12, anchor="4164f2976ac7174f3d35d52150e8ffbdbe0acbec"),
+    RepoPlan("square/kotlinpoet", "kotlin", "train", commits=10, anchor="be2de914ce6eb3694092ed4e0f28626cbce1ffe0"),
+    # Swift
+    RepoPlan("Alamofire/Alamofire", "swift", "test", commits=12, anchor="7595cbcf59809f9977c5f6378500de2ad73b7ddb"),
+    RepoPlan("onevcat/Kingfisher", "swift", "train", commits=10, anchor="410984bf301f4fa224fe56277b3f8672cc465c79"),
+    # C#
+    RepoPlan("jbogard/MediatR", "csharp", "test", commits=12, anchor="8a64581e2570e7410c5f44835d9ea112beccbe6b"),
+    RepoPlan("FluentValidation/FluentValidation", "csharp", "test", commits=12, anchor="ea299fe59719950018fa240dab86da414190d7f4"),
+    RepoPlan("AutoMapper/AutoMapper", "csharp", "train", commits=10, anchor="4b9633f60ee386cf0efc69b967e04fa28405cf3e"),
+    # Elixir
+    RepoPlan("elixir-plug/plug", "elixir", "test", commits=12, anchor="a898c454a04ca5ffad306bd751a15c7ac9ff6927"),
+    RepoPlan("elixir-ecto/ecto", "elixir", "train", commits=10, anchor="c624abf4297b27589a5a7351b55feb2316f61e1c"),
 )
 
 
@@ -372,12 +392,16 @@ def mine(corpus: Corpus, plans: tuple[RepoPlan, ...]) -> tuple[list[Item], dict[
     return items, tallies
 
 
-def mining_report(items: list[Item], tallies: dict[str, Tally]) -> str:
-    """Counts per repository and the reasons candidates and gold files were dropped."""
+def mining_report(items: list[Item], tallies: dict[str, Tally], kept_rows: dict[str, str] | None = None) -> str:
+    """Counts per repository and the reasons candidates and gold files were dropped.
+
+    `kept_rows`: earlier report rows (by repository) of repositories not mined this time.
+    """
     lines = ["# Realistic eval: what was mined and what was dropped", "",
              "Written by `eval/realistic/mine.py`; see eval/README.md.", "",
              "| repo | language | split | issue | commit | dropped items (reason: n) | dropped gold files (reason: n) |",
              "|---|---|---|---|---|---|---|"]
+    lines += [row for repo, row in (kept_rows or {}).items() if repo not in tallies]
     for repo, tally in tallies.items():
         mine_items = [i for i in items if i.repo == repo]
         kinds = Counter(i.query_type for i in mine_items)
@@ -399,11 +423,23 @@ def mining_report(items: list[Item], tallies: dict[str, Tally]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def report_rows(report: str) -> dict[str, str]:
+    """The per-repository rows of a mining report, by repository."""
+    rows = {}
+    for line in report.splitlines():
+        cells = line.split("|")
+        if len(cells) > 2 and "/" in cells[1] and not cells[1].strip().startswith("*"):
+            rows[cells[1].strip()] = line
+    return rows
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=None)
     parser.add_argument("--mirror", type=Path, default=None, help="local bare mirrors at DIR/<owner>+<name>/repo")
     parser.add_argument("--repos", nargs="+", help="only these repositories (writes nothing; for trying plans)")
+    parser.add_argument("--update", action="store_true",
+                        help="with --repos: replace only these repositories' items and report rows, keep the rest")
     return parser
 
 
@@ -411,19 +447,29 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     corpus = Corpus(args.cache or default_cache(), args.mirror or default_mirror())
     plans = tuple(p for p in PLANS if not args.repos or p.repo in args.repos)
+    if args.update and not args.repos:
+        print("error: --update needs --repos", file=sys.stderr)
+        return 2
     try:
-        for dataset in {d.repo: d for d in DATASETS.values()}.values():
-            corpus.fetch(dataset.repo, [d.commit for d in DATASETS.values() if d.repo == dataset.repo])
+        if any(p.swebench or p.mswe for p in plans):
+            for dataset in {d.repo: d for d in DATASETS.values()}.values():
+                corpus.fetch(dataset.repo, [d.commit for d in DATASETS.values() if d.repo == dataset.repo])
         for plan in plans:
             corpus.fetch(plan.repo, [plan.anchor] if plan.anchor else [])
         items, tallies = mine(corpus, plans)
     except CorpusError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    kept_rows: dict[str, str] = {}
+    if args.update:
+        order = {p.repo: n for n, p in enumerate(PLANS)}
+        items = sorted([i for i in load_items() if i.repo not in args.repos] + items,
+                       key=lambda i: (order.get(i.repo, len(order)), i.base_date, i.id))
+        kept_rows = report_rows(MINING_REPORT.read_text(encoding="utf-8"))
     problems = split_problems(items)
-    report = mining_report(items, tallies)
+    report = mining_report(items, tallies, kept_rows)
     print(report)
-    if args.repos:
+    if args.repos and not args.update:
         return 0
     if problems:
         print("not written, the split is broken:\n  " + "\n  ".join(problems), file=sys.stderr)
