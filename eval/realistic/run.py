@@ -73,9 +73,11 @@ class Run:
     allow_index: bool
 
 
-def select(items: list[Item], split: str, repos: list[str] | None, limit: int | None) -> list[Item]:
-    """Items of the split and repositories asked for; `limit` keeps each repository's earliest."""
-    chosen = [i for i in items if (split == "all" or i.split == split) and (not repos or i.repo in repos)]
+def select(items: list[Item], split: str, repos: list[str] | None, limit: int | None,
+           languages: list[str] | None = None) -> list[Item]:
+    """Items of the split, repositories and languages asked for; `limit` keeps each repository's earliest."""
+    chosen = [i for i in items if (split == "all" or i.split == split) and (not repos or i.repo in repos)
+              and (not languages or i.language in languages)]
     if limit is None:
         return chosen
     per_repo: dict[str, list[Item]] = defaultdict(list)
@@ -259,6 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=["train", "test", "all"], default="all")
     parser.add_argument("--repos", nargs="+", metavar="OWNER/NAME", help="only these repositories")
+    parser.add_argument("--languages", nargs="+", metavar="LANGUAGE",
+                        help="only items of these languages (the repository's, as in items.jsonl)")
     parser.add_argument("--limit", type=int, help="at most N items per repository (its earliest)")
     parser.add_argument("--quick", action="store_true",
                         help=f"the first {QUICK_LIMIT} items of {', '.join(QUICK_REPOS)}")
@@ -278,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     repos, limit = (list(QUICK_REPOS), QUICK_LIMIT) if args.quick else (args.repos, args.limit)
-    items = select(load_items(), args.split, repos, limit)
+    items = select(load_items(), args.split, repos, limit, args.languages)
     if not items:
         print("error: no item matches", file=sys.stderr)
         return 1
