@@ -10,6 +10,7 @@ from codeqa.chat.chat_commands import CommandError
 from codeqa.chat.chat_store import ChatStoreUnavailable
 from codeqa.core.config import Settings
 from codeqa.indexing.create_tables import FileNotIndexedError, InvalidPathError, ModelMismatchError, UnknownRepoError
+from codeqa.indexing import index_lock
 from codeqa.indexing.embeddings import EmbeddingError
 from codeqa.core.errors import (CodeQAError, ConfigError, InvalidArgument, LLMUnavailable, StorageError, cli_exit,
                                 printable, printable_lines, repo_path_prefix, user_error)
@@ -123,3 +124,15 @@ def test_a_search_path_outside_the_repo_is_refused(prefix: str) -> None:
 @pytest.mark.parametrize("prefix", [None, "", "src/", "./src", ".github/", "a..b/", 5])
 def test_other_search_paths_pass_to_the_search(prefix) -> None:
     assert repo_path_prefix(prefix) == prefix
+
+
+@pytest.mark.parametrize(("error", "line", "traceback"), [
+    (RuntimeError('lance error: LanceError(IO): No space left on device (os error 28) at path "/d/codeqa_locks.lance/x"'),
+     "heartbeat failed: The index storage failed (/d/codeqa_locks.lance): the disk is full.", False),
+    (KeyError("owner"), "heartbeat failed", True)])
+def test_a_failed_lock_step_logs_the_disks_refusal_in_one_line_and_a_bug_with_its_traceback(
+        caplog, error: BaseException, line: str, traceback: bool) -> None:
+    with caplog.at_level("WARNING", logger="codeqa.lock"):
+        index_lock._warn("heartbeat failed", error)
+    [record] = caplog.records
+    assert record.getMessage() == line and bool(record.exc_info) is traceback

@@ -39,7 +39,7 @@ import psutil
 import pyarrow as pa
 
 from codeqa.indexing.create_tables import key_field, sql_quote, table_names
-from codeqa.core.errors import CodeQAError
+from codeqa.core.errors import CodeQAError, user_error
 
 log = logging.getLogger("codeqa.lock")
 
@@ -218,8 +218,8 @@ class RepoLock:
         if self._table is not None and not self._lost.is_set():
             try:
                 self._table.delete(f"name = {sql_quote(self.name)} AND owner = {sql_quote(self.owner)}")
-            except Exception:  # noqa: BLE001 - a lock left behind goes stale; never mask the run's own error
-                log.warning("could not release the index lock of %s", self.name, exc_info=True)
+            except Exception as exc:  # noqa: BLE001 - a lock left behind goes stale; never mask the run's own error
+                _warn(f"could not release the index lock of {self.name}", exc)
 
     # --- steps ------------------------------------------------------------------------------
 
@@ -266,8 +266,8 @@ class RepoLock:
                 result = (self._table.merge_insert("name")
                           .when_matched_update_all(where=f"target.owner = {sql_quote(self.owner)}")
                           .execute(self._row(now)))
-            except Exception:  # noqa: BLE001 - a missed beat is retried; the lease allows several
-                log.warning("index lock heartbeat of %s failed", self.name, exc_info=True)
+            except Exception as exc:  # noqa: BLE001 - a missed beat is retried; the lease allows several
+                _warn(f"index lock heartbeat of {self.name} failed", exc)
                 continue
             if result.num_updated_rows == 0:
                 self._lost.set()
@@ -278,3 +278,13 @@ class RepoLock:
             return IndexBusyError(f"{self.name} was locked by another run a moment ago; try again.")
         return IndexBusyError(f"{self.name} is {current.activity} by another run ({current.describe(time.time())}); "
                               "wait for it to finish, or pass --wait SECONDS.")
+
+
+def _warn(what: str, exc: BaseException) -> None:
+    """Log a lock step that failed: in one line when the disk refused (full, read-only), which
+    the user can act on; with the traceback otherwise, which is a bug."""
+    reason = user_error(exc)
+    if reason is not None:
+        log.warning("%s: %s", what, reason)
+    else:
+        log.warning("%s", what, exc_info=exc)
