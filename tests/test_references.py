@@ -71,7 +71,7 @@ def test_too_many_equal_candidates_resolve_to_none() -> None:
     few = many[:MAX_AMBIGUOUS]
     caller = FileParse("app/main.py", "python", references=(use("run"),))
     assert resolved(many, [caller]) == {}
-    assert resolved(few, [caller]) == {s.id: {("app/main.py", "call", "ambiguous")} for s in few}
+    assert resolved(few, [caller]) == {s.id: {("app/main.py", "call", "name")} for s in few}
 
 
 def test_macro_invocations_are_calls_of_the_macro() -> None:

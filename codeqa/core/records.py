@@ -29,6 +29,21 @@ class Reference:
 
 
 @dataclass(frozen=True)
+class Binding:
+    """What the parser learned a name holds, for resolving `name.m()` to the right `Type.m`.
+
+    kind "var": inside definition `enclosing` (None: the file), variable `name` holds a `type`
+    (`x = Cart()`, `x: Cart`, `Cart x`, `c *Cart`, `let x = Cart::new()`, `self.x = Cart()`).
+    kind "base": class `enclosing` extends `type`, so its own receiver is a `type` too (`name` "").
+    """
+
+    kind: str  # var | base
+    name: str
+    type: str
+    enclosing: str | None
+
+
+@dataclass(frozen=True)
 class SymbolInfo:
     """What reference resolution needs to know about one indexed definition."""
 
@@ -60,6 +75,7 @@ class FileParse:
     references: tuple[Reference, ...] = ()
     imports: tuple[str, ...] = ()
     imported_names: tuple[str, ...] = ()
+    bindings: tuple[Binding, ...] = ()
 
     def to_json(self) -> str:
         return json.dumps({
@@ -67,6 +83,7 @@ class FileParse:
             "references": [[getattr(r, name) for name in _REFERENCE_FIELDS] for r in self.references],
             "imports": list(self.imports),
             "imported_names": list(self.imported_names),
+            "bindings": [[b.kind, b.name, b.type, b.enclosing] for b in self.bindings],
         }, separators=(",", ":"))
 
     @classmethod
@@ -81,6 +98,7 @@ class FileParse:
             references=tuple(Reference(*r) for r in data["references"]),
             imports=tuple(data["imports"]),
             imported_names=tuple(data["imported_names"]),
+            bindings=tuple(Binding(*b) for b in data.get("bindings", ())),  # none before bindings were kept
         )
 
 

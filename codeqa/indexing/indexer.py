@@ -36,7 +36,7 @@ from codeqa.parsing.languages import (CONSTRUCTOR_CALLS, DOC_KIND, DOC_LANGUAGES
                        MODULE_KIND, MODULE_ROW_ROLES, OTHER_LANGUAGE, file_role, section_format, table_of)
 from codeqa.parsing.module_code import chunks_with_rows, file_head, line_chunks
 from codeqa.core.records import FileParse, ManifestEntry, RepoInfo, RepoStats, SymbolInfo
-from codeqa.parsing.references import resolve_references
+from codeqa.parsing.references import is_resolved, resolve_references
 from codeqa.indexing.repo_files import RepoPathError, SourceFile, WalkReport, walk_repo
 from codeqa.parsing.treesitter import MAX_NESTING, ParsedFile, parse_source
 
@@ -298,7 +298,7 @@ def file_rows(repo: str, file: SourceFile, mtime_ns: int) -> FileRows:
                              name=r["name"], qualified_name=r["qualified_name"], parent=r["parent"])
                   for r in symbols if r["kind"] != DOC_KIND)
     parse = FileParse(file.path, file.language, infos, tuple(parsed.references), tuple(parsed.imports),
-                      tuple(parsed.imported_names))
+                      tuple(parsed.imported_names), tuple(parsed.bindings))
     manifest = ManifestEntry(file_path=file.path, sha256=file.sha256, language=file.language,
                              size=file.size, mtime_ns=mtime_ns, non_utf8=file.decoded_with_replacement,
                              has_errors=parsed.has_errors, parsed=parse.to_json())
@@ -577,13 +577,15 @@ def update_references(repo: RepoTables, changed: set[str] | None,
     stored = repo.stored_reference_hashes()
     updates: dict[str, list[dict]] = {"methods": [], "classes": []}
     for symbol in targets:
-        found = uses.get(symbol.id, [])
+        # Resolved uses first, then name matches (kept for readers, not counted as uses).
+        found = sorted(uses.get(symbol.id, []), key=lambda u: not is_resolved(u.resolution))
+        count = sum(is_resolved(u.resolution) for u in found)
         kept = [u.to_row() for u in found[:tables_mod.MAX_STORED_REFERENCES]]
-        digest = hashlib.sha1(json.dumps([len(found), kept], sort_keys=True).encode()).hexdigest() if found else ""
+        digest = hashlib.sha1(json.dumps([count, len(found), kept], sort_keys=True).encode()).hexdigest() if found else ""
         if stored.get(symbol.id, digest) != digest:
             table = table_of(symbol.kind)
             updates[table].append({"id": symbol.id, "references": kept,
-                                   "reference_count": len(found), "references_hash": digest})
+                                   "reference_count": count, "references_hash": digest})
     for table, rows in updates.items():
         repo.update_references(table, rows)
     return repo.total_references(), sum(len(rows) for rows in updates.values())

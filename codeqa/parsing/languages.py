@@ -118,6 +118,11 @@ class LanguageSpec:
     # Calls `Type.name()` / `Type::name()` that create a Type besides the constructor itself
     # (Rust's `Foo::new()`); reference resolution counts them as instantiations.
     factory_names: frozenset[str] = frozenset()
+    # Receivers that are the calling method's own object or class (`self`, `this`, `cls`): a
+    # call on one reaches the caller's class and its bases; `super_names` reach only the bases.
+    # Go names its receivers like parameters, so its bindings say what they are instead.
+    self_names: frozenset[str] = frozenset({"self", "this", "Self", "cls"})
+    super_names: frozenset[str] = frozenset({"super"})
     doc_style: str = "comments"  # "docstring" (first string statement) or "comments" (preceding)
     # Comments documenting the enclosing item rather than the next one (Rust `//!`).
     inner_doc_prefixes: tuple[str, ...] = ()
@@ -144,7 +149,8 @@ LANGUAGES: dict[str, LanguageSpec] = {
             name="python",
             extensions=(".py",),
             grammar=tree_sitter_python.language,
-            queries=("python.scm",),
+            queries=("python.scm", "python_bindings.scm"),
+            self_names=frozenset({"self", "cls"}),
             body_types=frozenset({"block"}),
             wrappers=MappingProxyType({"decorated_definition": False}),
             constructor_names=frozenset({"__init__"}),
@@ -155,7 +161,8 @@ LANGUAGES: dict[str, LanguageSpec] = {
             name="java",
             extensions=(".java",),
             grammar=tree_sitter_java.language,
-            queries=("java.scm",),
+            queries=("java.scm", "java_bindings.scm"),
+            self_names=frozenset({"this"}),
             body_types=frozenset(
                 {"block", "class_body", "interface_body", "enum_body", "constructor_body",
                  "annotation_type_body"}
@@ -167,7 +174,9 @@ LANGUAGES: dict[str, LanguageSpec] = {
             name="javascript",
             extensions=(".js", ".jsx", ".mjs", ".cjs"),
             grammar=tree_sitter_javascript.language,
-            queries=("ecmascript.scm", "javascript.scm", "jsx.scm"),
+            queries=("ecmascript.scm", "javascript.scm", "jsx.scm", "ecmascript_bindings.scm",
+                     "javascript_bindings.scm"),
+            self_names=frozenset({"this"}),
             body_types=frozenset({"statement_block", "class_body"}),
             interpreters=("node", "nodejs", "bun"),
             **_ECMASCRIPT,
@@ -176,21 +185,25 @@ LANGUAGES: dict[str, LanguageSpec] = {
             name="typescript",
             extensions=(".ts", ".tsx", ".mts", ".cts"),
             grammar=tree_sitter_typescript.language_typescript,
-            queries=("ecmascript.scm", "typescript.scm"),
+            queries=("ecmascript.scm", "typescript.scm", "ecmascript_bindings.scm", "typescript_bindings.scm"),
+            self_names=frozenset({"this"}),
             body_types=frozenset({"statement_block", "class_body", "interface_body", "enum_body"}),
             family="javascript",
             **_ECMASCRIPT,
             interpreters=("ts-node", "deno", "tsx"),
             variants=MappingProxyType(
                 {".tsx": GrammarVariant(tree_sitter_typescript.language_tsx,
-                                        ("ecmascript.scm", "typescript.scm", "jsx.scm"))}
+                                        ("ecmascript.scm", "typescript.scm", "jsx.scm",
+                                         "ecmascript_bindings.scm", "typescript_bindings.scm"))}
             ),
         ),
         LanguageSpec(
             name="rust",
             extensions=(".rs",),
             grammar=tree_sitter_rust.language,
-            queries=("rust.scm",),
+            queries=("rust.scm", "rust_bindings.scm"),
+            self_names=frozenset({"self", "Self"}),
+            super_names=frozenset(),
             body_types=frozenset(
                 {"block", "field_declaration_list", "declaration_list", "enum_variant_list"}
             ),
@@ -203,7 +216,9 @@ LANGUAGES: dict[str, LanguageSpec] = {
             name="go",
             extensions=(".go",),
             grammar=tree_sitter_go.language,
-            queries=("go.scm",),
+            queries=("go.scm", "go_bindings.scm"),
+            self_names=frozenset(),
+            super_names=frozenset(),
             body_types=frozenset({"block", "field_declaration_list"}),
             wrappers=MappingProxyType({"type_declaration": True, "const_declaration": True,
                                        "var_declaration": True, "var_spec_list": True}),

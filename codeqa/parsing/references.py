@@ -2,9 +2,15 @@
 
 Runs over the whole repo after every index run, from the per-file parse results kept in the
 manifest, so an edit in one file updates "used in" lists everywhere without re-parsing.
-Resolution stays within a language family; when a name is ambiguous the candidates are
-narrowed by qualifier, `self`/`this`, same file, imports and same package, and every use
-records which of those decided it.
+Resolution stays within a language family. A call `x.m()` counts for `C.m` only when `x` is
+known to be a `C`: the caller's own receiver (`self`, `this`, `cls`: the caller's class or one
+of its bases), a variable, parameter or field the parser saw constructed or declared as a `C`
+(`Binding`), `C` itself (`C.m()`, `C::new()`), an imported module, or `m` being the only
+callable of its name in the repo. A receiver known to be of a type that has no `m` (`sb =
+StringBuilder()`, an external class) uses nothing here. Anything else is a *name match*
+(resolution "name"): kept so a reader can see it, but not counted as a use. A bare `f()` is
+narrowed by the caller's class, same file, imports and same package. Every use records
+which rule decided it (`RESOLUTIONS`).
 """
 
 from __future__ import annotations
@@ -16,26 +22,44 @@ from dataclasses import asdict, dataclass
 from functools import cached_property, lru_cache
 from typing import Iterable
 
-from codeqa.parsing.languages import (CALLABLE_KINDS, CONSTRUCTOR_CALLS, INSTANTIABLE_KINDS, SOURCE_EXTENSIONS, VALUE_KINDS,
-                       language_family)
 from codeqa.core.records import FileParse, Reference, SymbolInfo
+from codeqa.parsing.languages import (CALLABLE_KINDS, CONSTRUCTOR_CALLS, INSTANTIABLE_KINDS, LANGUAGES,
+                                      SOURCE_EXTENSIONS, VALUE_KINDS, LanguageSpec, language_family)
 
-SELF_NAMES = frozenset({"self", "this", "Self", "cls", "super"})
-# An `obj.m()` matching more definitions than this, with nothing to choose between them, says
-# nothing about any of them: it is counted as unresolved rather than attached to all.
+# How a use was attributed, surest first; every one but NAME_MATCH is a resolved use.
+NAME_MATCH = "name"
+RESOLUTIONS = ("qualified", "self", "typed", "module", "unique", "same_file", "import", "same_package",
+               NAME_MATCH)
+# A use matching more definitions than this, with nothing to choose between them, says
+# nothing about any of them: it is dropped rather than attached to all as name matches.
 MAX_AMBIGUOUS = 4
+MAX_BASE_DEPTH = 8  # inheritance levels searched for a receiver's method
 # What an instantiation or a type use cannot name: functions, macros and values.
 _NOT_TYPES = CALLABLE_KINDS | VALUE_KINDS
 _MODULE_NOISE = frozenset({"crate", "self", "super", "std", "", ".", ".."})
 _SOURCE_EXT = re.compile(r"\.(%s)$" % "|".join(re.escape(ext[1:]) for ext in SOURCE_EXTENSIONS))
+_DEFAULT_SPEC = LanguageSpec(name="", extensions=(), grammar=lambda: None, queries=(), body_types=frozenset())
+
+
+def is_resolved(resolution: str) -> bool:
+    """Whether a use counts: everything but a name match."""
+    return resolution != NAME_MATCH
 
 
 class _CitingFile:
-    """The file a use is in, with its imports read as path suffixes (worked out on first need)."""
+    """The file a use is in: its imports read as path suffixes, its bindings by scope."""
 
     def __init__(self, parse: FileParse) -> None:
         self.file_path = parse.file_path
         self.imports = parse.imports
+        self.spec = LANGUAGES.get(parse.language, _DEFAULT_SPEC)
+        self.bindings: dict[tuple[str | None, str], set[str]] = defaultdict(set)
+        for binding in parse.bindings:
+            if binding.kind == "var":
+                self.bindings[(binding.enclosing, binding.name)].add(binding.type)
+        # Names an import binds: `from a import b` -> b, `import a.b` -> a, Go's `x/y/render` -> render.
+        self.imported = frozenset(parse.imported_names) | frozenset(
+            part for spec in parse.imports for part in _import_handles(spec))
 
     @cached_property
     def _import_suffixes(self) -> frozenset[tuple[str, ...]]:
@@ -57,17 +81,102 @@ class _CitingFile:
         return max((k for path in (stem, stem[:-1]) for k in range(len(path), 0, -1)
                     if path[-k:] in suffixes), default=0)
 
+    def bound(self, name: str, scope: str | None) -> set[str] | None:
+        """The types `name` is bound to in `scope` or a scope around it (the file last)."""
+        while True:
+            types = self.bindings.get((scope, name))
+            if types:
+                return types
+            if scope is None:
+                return None
+            scope = scope.rsplit(".", 1)[0] if "." in scope else None
+
+
+class _Types:
+    """What the repo's classes are made of: their bases and their fields' types, by simple name."""
+
+    def __init__(self, symbols: list[SymbolInfo], files: list[FileParse]) -> None:
+        self.classes: set[tuple[str, str]] = set()  # (family, simple name) of every class-like
+        self.kinds: dict[tuple[str, str], str] = {}  # (file, qualified name) -> kind
+        for symbol in symbols:
+            self.kinds[(symbol.file_path, symbol.qualified_name)] = symbol.kind
+            if symbol.kind not in _NOT_TYPES:
+                self.classes.add((language_family(symbol.language), symbol.name))
+        self.bases: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.fields: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+        for parse in files:
+            fam = language_family(parse.language)
+            spec = LANGUAGES.get(parse.language, _DEFAULT_SPEC)
+            for binding in parse.bindings:
+                owner = self.class_around(parse.file_path, binding.enclosing)
+                if binding.kind == "base" and binding.enclosing:
+                    self.bases[(fam, _simple(binding.enclosing))].add(binding.type)
+                elif binding.kind == "var" and owner:
+                    head, _, field = binding.name.partition(".")
+                    if field and head in spec.self_names and "." not in field:
+                        self.fields[(fam, owner, field)].add(binding.type)  # self.x = Cart()
+                    elif not field and owner == _simple(binding.enclosing or ""):
+                        self.fields[(fam, owner, head)].add(binding.type)  # a declared field
+
+    def class_around(self, file_path: str, scope: str | None) -> str | None:
+        """The simple name of the innermost class-like definition enclosing `scope` (itself included)."""
+        while scope:
+            kind = self.kinds.get((file_path, scope))
+            if kind is not None and kind not in _NOT_TYPES:
+                return _simple(scope)
+            parent = scope.rsplit(".", 1)[0] if "." in scope else None
+            if kind in CALLABLE_KINDS and parent and self.kinds.get((file_path, parent)) is None:
+                return _simple(parent)  # a method of a class defined elsewhere (a Go receiver type)
+            scope = parent
+        return None
+
+    def lineage(self, fam: str, types: Iterable[str]) -> list[set[str]]:
+        """The types, then their bases, then theirs... (each level once, nearest first)."""
+        levels, seen, level = [], set(), set(types)
+        while level and len(levels) < MAX_BASE_DEPTH:
+            levels.append(level)
+            seen |= level
+            level = {b for t in level for b in self.bases.get((fam, t), ())} - seen
+        return levels
+
+    def receiver(self, fam: str, file: _CitingFile, qualifier: str, scope: str | None,
+                 own_class: str | None) -> tuple[set[str] | None, str]:
+        """What `qualifier` of `qualifier.m()` is: (its possible types, or None when unknown; how
+        it is known: "self" for the caller's own receiver, else "typed")."""
+        head, *rest = qualifier.split(".")
+        how = "typed"
+        if head in file.spec.self_names:
+            types, how = ({own_class} if own_class else None), "self"
+        elif head in file.spec.super_names:
+            types, how = (self.bases.get((fam, own_class)) if own_class else None), "self"
+        else:
+            types = file.bound(head, scope)
+            if types is None and own_class:  # a field used without `this.`
+                types = self._field(fam, {own_class}, head)
+        for part in rest:  # `self.engine.m()`: a field of what came before
+            if not types:
+                return None, how
+            types, how = self._field(fam, types, part), "typed"
+        return (types or None), how
+
+    def _field(self, fam: str, types: set[str], name: str) -> set[str] | None:
+        for level in self.lineage(fam, types):
+            found = set().union(*(self.fields.get((fam, t, name), ()) for t in level))
+            if found:
+                return found
+        return None
+
 
 @dataclass(frozen=True)
 class Use:
-    """A resolved use of a definition, stored with its row."""
+    """A use of a definition, stored with its row."""
 
     file_path: str
     line: int
     column: int
     text: str
     kind: str  # call | new (instantiation) | type
-    resolution: str  # unique | qualified | self | same_file | import | same_package | ambiguous
+    resolution: str  # one of RESOLUTIONS; "name" is a name match, not a resolved use
     caller: str
 
     def to_row(self) -> dict:
@@ -76,8 +185,11 @@ class Use:
 
 def resolve_references(symbols: Iterable[SymbolInfo],
                        files: Iterable[FileParse]) -> dict[str, list[Use]]:
-    """Map each definition id to its uses, sorted by file, line and column."""
+    """Map each definition id to its uses (resolved ones and name matches), sorted by file,
+    line and column."""
     symbols = list(symbols)
+    files = list(files)
+    types = _Types(symbols, files)
     by_name: dict[tuple[str, str], list[SymbolInfo]] = defaultdict(list)
     by_qualified: dict[tuple[str, str], SymbolInfo] = {}
     for symbol in symbols:
@@ -89,13 +201,14 @@ def resolve_references(symbols: Iterable[SymbolInfo],
         fam = language_family(parse.language)
         file = _CitingFile(parse)
         # Within a file a site resolves the same way whenever its name, kind, qualifier and
-        # the caller's class are the same (think `self.get(...)` fifty times).
+        # scope are the same (think `self.get(...)` fifty times in one method).
         resolved: dict[tuple, list[tuple[SymbolInfo, str, str]]] = {}
         for site in parse.references:
-            caller = by_qualified.get((file.file_path, site.enclosing or ""))
-            key = (site.name, site.kind, site.qualifier, _class_of(caller))
+            key = (site.name, site.kind, site.qualifier, site.enclosing)
             if key not in resolved:
-                resolved[key] = _resolve_site(site, file, fam, by_name, caller)
+                caller = by_qualified.get((file.file_path, site.enclosing or ""))
+                own_class = types.class_around(file.file_path, site.enclosing)
+                resolved[key] = _resolve_site(site, file, fam, by_name, types, caller, own_class)
             for target, kind, how in resolved[key]:
                 uses[target.id].append(Use(file.file_path, site.line, site.column, site.text,
                                            kind, how, site.enclosing or ""))
@@ -105,62 +218,92 @@ def resolve_references(symbols: Iterable[SymbolInfo],
 
 
 def _resolve_site(site: Reference, file: _CitingFile, fam: str,
-                  by_name: dict[tuple[str, str], list[SymbolInfo]],
-                  caller: SymbolInfo | None) -> list[tuple[SymbolInfo, str, str]]:
+                  by_name: dict[tuple[str, str], list[SymbolInfo]], types: _Types,
+                  caller: SymbolInfo | None, own_class: str | None) -> list[tuple[SymbolInfo, str, str]]:
     """The (definition, use kind, resolution) triples one reference site stands for."""
     found: list[tuple[SymbolInfo, str, str]] = []
     candidates = by_name.get((fam, site.name), [])
+    qualifier = site.qualifier
     if site.kind == "call":
-        if site.name in CONSTRUCTOR_CALLS and site.qualifier and site.qualifier not in SELF_NAMES:
+        self_like = qualifier in file.spec.self_names or qualifier in file.spec.super_names
+        if site.name in CONSTRUCTOR_CALLS and qualifier and not self_like:
             # `Foo::new()` / `Foo.__init__()` instantiate Foo as well as calling the constructor.
-            classes = [s for s in by_name.get((fam, site.qualifier), []) if s.kind in INSTANTIABLE_KINDS]
-            found += _pick(classes, "new", site, file, caller)
+            classes = [s for s in by_name.get((fam, qualifier.split(".")[-1]), []) if s.kind in INSTANTIABLE_KINDS]
+            found += _pick(classes, "new", site, file, own_class)
         methods = [s for s in candidates if s.kind in CALLABLE_KINDS]
-        classes = [s for s in candidates if s.kind in INSTANTIABLE_KINDS and not site.qualifier]
-        found += _pick(_narrow_call(methods, site, caller), "call", site, file, caller)
-        found += _pick(classes, "new", site, file, caller)
+        if qualifier:
+            found += _method_call(methods, site, file, fam, types, own_class)
+        else:
+            found += _pick(_narrow_call(methods, own_class), "call", site, file, own_class)
+            classes = [s for s in candidates if s.kind in INSTANTIABLE_KINDS]
+            found += _pick(classes, "new", site, file, own_class)
     elif site.kind == "new":
         classes = [s for s in candidates if s.kind not in _NOT_TYPES]
-        found += _pick(classes, "new", site, file, caller)
+        found += _pick(classes, "new", site, file, own_class)
     else:
-        types = [s for s in candidates if s.kind not in _NOT_TYPES]
-        found += _pick(types, "type", site, file, caller)
+        kinds = [s for s in candidates if s.kind not in _NOT_TYPES]
+        found += _pick(kinds, "type", site, file, own_class)
     return found
 
 
-def _narrow_call(methods: list[SymbolInfo], site: Reference,
-                 caller: SymbolInfo | None) -> list[SymbolInfo]:
+def _method_call(methods: list[SymbolInfo], site: Reference, file: _CitingFile, fam: str,
+                 types: _Types, own_class: str | None) -> list[tuple[SymbolInfo, str, str]]:
+    """`qualifier.m()`: the methods the qualifier is known to reach, else name matches."""
+    if not methods:
+        return []
+    qualifier = site.qualifier or ""
+    receiver, how = types.receiver(fam, file, qualifier, site.enclosing, own_class)
+    if receiver is not None:
+        for level in types.lineage(fam, receiver):
+            reached = [m for m in methods if m.parent and _simple(m.parent) in level]
+            if reached:
+                return [(m, "call", how) for m in reached]
+        return []  # a known receiver whose type has no such method here: an external one
+    last = qualifier.split(".")[-1]
+    owned = [m for m in methods if m.parent and _simple(m.parent) == last]
+    if owned:  # `Cart.m()`, `Cart::m()`: the qualifier names the class
+        return [(m, "call", "qualified") for m in _narrow(owned, file)]
+    head = qualifier.split(".")[0]
+    if head in file.imported or last in file.imported:
+        # An imported module (`utils.f()`, Go's `render.JSON()`): its top-level definitions.
+        module = [m for m in methods if m.parent is None and last.lower() in _path_parts(m.file_path)]
+        if module:
+            return [(m, "call", "module") for m in _narrow(module, file)]
+        if (fam, last) not in types.classes:
+            return []  # an external module's function
+    if len(methods) == 1:
+        return [(methods[0], "call", "unique")]
+    return [(m, "call", NAME_MATCH) for m in methods] if len(methods) <= MAX_AMBIGUOUS else []
+
+
+def _narrow(candidates: list[SymbolInfo], file: _CitingFile) -> list[SymbolInfo]:
+    """Several equally named targets of a sure rule: the citing file's own or imported ones."""
+    if len(candidates) == 1:
+        return candidates
+    same_file = [c for c in candidates if c.file_path == file.file_path]
+    return same_file or _best_imported(candidates, file) or candidates
+
+
+def _narrow_call(methods: list[SymbolInfo], own_class: str | None) -> list[SymbolInfo]:
     """Drop call candidates the call syntax rules out (a bare `f()` can't reach `Other.f`)."""
-    if site.qualifier:
-        return methods
-    own_class = _class_of(caller)
-    return [m for m in methods if m.parent is None or m.parent == own_class]
-
-
-def _class_of(symbol: SymbolInfo | None) -> str | None:
-    if symbol is None:
-        return None
-    return symbol.parent if symbol.kind in CALLABLE_KINDS or symbol.kind in VALUE_KINDS else symbol.qualified_name
+    return [m for m in methods if m.parent is None or _simple(m.parent) == own_class]
 
 
 def _pick(candidates: list[SymbolInfo], kind: str, site: Reference, file: _CitingFile,
-          caller: SymbolInfo | None) -> list[tuple[SymbolInfo, str, str]]:
+          own_class: str | None) -> list[tuple[SymbolInfo, str, str]]:
     if not candidates:
         return []
-    chosen, how = _disambiguate(candidates, site, file, caller)
+    chosen, how = _disambiguate(candidates, site, file, own_class)
     return [(symbol, kind, how) for symbol in chosen]
 
 
 def _disambiguate(candidates: list[SymbolInfo], site: Reference, file: _CitingFile,
-                  caller: SymbolInfo | None) -> tuple[list[SymbolInfo], str]:
+                  own_class: str | None) -> tuple[list[SymbolInfo], str]:
+    """A bare name (or a type's qualified name): narrowed by qualifier, the file, imports and
+    the package; what is left undecided is a name match."""
     qualifier = site.qualifier
-    if qualifier in SELF_NAMES:
-        own_class = _class_of(caller)
-        mine = [c for c in candidates if c.parent and c.parent == own_class]
-        if mine:
-            return mine, "self"
-    elif qualifier:
-        owned = [c for c in candidates if c.parent and c.parent.split(".")[-1] == qualifier]
+    if qualifier:
+        owned = [c for c in candidates if c.parent and _simple(c.parent) == qualifier.split(".")[-1]]
         if owned:
             candidates = owned
             if len(owned) == 1:
@@ -177,7 +320,7 @@ def _disambiguate(candidates: list[SymbolInfo], site: Reference, file: _CitingFi
     same_package = [c for c in candidates if _directory(c.file_path) == directory]
     if same_package:
         return same_package, "same_package"
-    return (candidates if len(candidates) <= MAX_AMBIGUOUS else []), "ambiguous"
+    return (candidates if len(candidates) <= MAX_AMBIGUOUS else []), NAME_MATCH
 
 
 def _best_imported(candidates: list[SymbolInfo], file: _CitingFile) -> list[SymbolInfo]:
@@ -185,6 +328,17 @@ def _best_imported(candidates: list[SymbolInfo], file: _CitingFile) -> list[Symb
     scored = [(file.import_score(c.file_path), c) for c in candidates]
     best = max((score for score, _ in scored), default=0)
     return [c for score, c in scored if best and score == best]
+
+
+def _import_handles(spec: str) -> tuple[str, ...]:
+    """The names an import spec can be used by: its first and last segments (`import a.b`
+    binds `a`; Go's `github.com/x/render` and JS's `./router` are used as `render`, `router`)."""
+    parts = [p for p in re.split(r"[./:\\]+", _SOURCE_EXT.sub("", spec.strip().strip("'\"<>"))) if p]
+    return (parts[0], parts[-1]) if parts else ()
+
+
+def _simple(qualified: str) -> str:
+    return qualified.rsplit(".", 1)[-1]
 
 
 def _module_segments(spec: str, importer: str) -> tuple[str, ...]:

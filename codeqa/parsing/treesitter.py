@@ -5,6 +5,8 @@ Each language's `queries/<lang>.scm` uses the same capture vocabulary (aider rep
 owner that is not an enclosing node), `@name.reference.<call|new|type>` (+ optional
 `@qualifier.reference.<kind>`), `@module.import` and `@name.import`, and `@doc` for a doc that
 is a node matched with its definition rather than comments above it (Elixir's `@doc`).
+`@variable.binding` + `@type.binding` say what a variable holds (`x = Cart()`, `x: Cart`) and
+`@type.base` names a class's base: reference resolution reads `x.m()` with them.
 Captures starting with `_` are helpers for predicates. Everything language-specific beyond the
 queries is data in `languages.LANGUAGES`.
 
@@ -15,6 +17,7 @@ definitions, so they never appear in qualified names. Qualifiers normalise `::` 
 from __future__ import annotations
 
 import inspect
+from bisect import bisect_right
 import re
 import threading
 from collections.abc import Mapping
@@ -27,7 +30,7 @@ from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 from codeqa.parsing.languages import CLASS_KINDS, FUNCTION_KINDS, LANGUAGES, LanguageSpec
 from codeqa.parsing.module_code import CodeChunk, module_chunks
-from codeqa.core.records import Reference
+from codeqa.core.records import Binding, Reference
 
 QUERIES_DIR = Path(__file__).resolve().parent / "queries"
 
@@ -45,6 +48,7 @@ _BODY_SEARCH_DEPTH = 3
 _QUALIFIER_RE = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*")
 _QUALIFIER_SEP_RE = re.compile(r"::|->")
 _GENERIC_ARGS_RE = re.compile(r"<[^<>]*>")
+_TYPE_NAME_RE = re.compile(r"[A-Za-z_$][\w$]*")
 _WHITESPACE_RE = re.compile(r"\s+")
 # Comment markers of every language in the table: block comments `/* */`, OCaml `(* *)`,
 # Haskell `{- -}`, Lua `--[[ ]]` and Julia `#= =#`; line comments `//`, `#` and `--` (Haskell's
@@ -86,6 +90,7 @@ class ParsedFile:
     imports: list[str]
     imported_names: list[str]
     has_errors: bool
+    bindings: list[Binding] = field(default_factory=list)  # what variables hold, class bases
     too_deep: int = 0  # definitions nested deeper than MAX_NESTING: no rows of their own
     module_doc: str = ""  # the module docstring, or the header comment (licenses left out)
     top_level_names: list[str] = field(default_factory=list)  # qualified names, in source order
@@ -149,6 +154,9 @@ _ROLE_PREFIXES = (
     ("doc", "doc"),
     ("name.reference.", "ref"),
     ("qualifier.reference.", "qualifier"),
+    ("variable.binding", "bind_var"),
+    ("type.binding", "bind_type"),
+    ("type.base", "base"),
 )
 
 
@@ -229,6 +237,7 @@ class _Extractor:
         self.src = src
         self.source = source
         self._lines: list[bytes] | None = None
+        self._raw_bindings: list[tuple[Node | None, Node]] = []  # (variable or None for a base, type)
 
     def run(self, root: Node) -> ParsedFile:
         raw_defs: dict[tuple[int, int], _RawDefinition] = {}
@@ -254,6 +263,7 @@ class _Extractor:
             imports=[_IMPORT_KEYWORD_RE.sub("", t) for t in self._texts(modules, strip=_IMPORT_QUOTES)],
             imported_names=self._texts(names),
             has_errors=root.has_error,
+            bindings=self._bindings(spans),
             too_deep=too_deep,
             module_doc=module_doc,
             top_level_names=top_level,
@@ -287,6 +297,9 @@ class _Extractor:
                 self._add_reference(raw_refs, _RawReference(kind, node, qualifier))
         modules.extend(by_role.get("module", (None, []))[1])
         names.extend(by_role.get("import_name", (None, []))[1])
+        if "bind_var" in by_role and "bind_type" in by_role:
+            self._raw_bindings.append((by_role["bind_var"][1][0], by_role["bind_type"][1][-1]))
+        self._raw_bindings.extend((None, node) for node in by_role.get("base", (None, []))[1])
 
     @staticmethod
     def _add_reference(raw_refs: dict, ref: _RawReference) -> None:
@@ -559,6 +572,26 @@ class _Extractor:
                 enclosing=open_spans[-1][2] if open_spans else None,
             ))
         return references
+
+    def _bindings(self, spans: list[tuple[int, int, str]]) -> list[Binding]:
+        """Variable and base-class bindings, each in its innermost enclosing definition (a base's
+        is its class); a type is kept as its last simple name (`pkg.Cart<T>` -> `Cart`)."""
+        ordered = sorted(spans)
+        starts = [span[0] for span in ordered]
+        bindings: list[Binding] = []
+        for variable, type_node in self._raw_bindings:
+            names = _TYPE_NAME_RE.findall(_GENERIC_ARGS_RE.sub("", self._text(type_node)))
+            name = self._qualifier(variable) if variable is not None else ""
+            if not names or name is None:
+                continue
+            at = type_node.start_byte
+            enclosing = None
+            for index in range(bisect_right(starts, at) - 1, -1, -1):
+                if ordered[index][1] > at:
+                    enclosing = ordered[index][2]
+                    break
+            bindings.append(Binding("base" if variable is None else "var", name, names[-1], enclosing))
+        return list(dict.fromkeys(bindings))
 
     def _texts(self, nodes: list[Node], strip: str = "") -> list[str]:
         """Node texts in source order, each once."""

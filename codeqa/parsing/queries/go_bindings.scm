@@ -1,0 +1,28 @@
+; Go: what a variable holds, for reading `x.M()` (see references.py): a receiver or parameter's
+; type (`c *Context`), a `var` with a type, a composite literal (`x := &Engine{}`), a field.
+
+(parameter_declaration
+  name: (identifier) @variable.binding
+  type: (_) @type.binding)
+
+(var_spec
+  name: (identifier) @variable.binding
+  type: (_) @type.binding)
+
+(short_var_declaration
+  left: (expression_list
+    .
+    (identifier) @variable.binding)
+  right: (expression_list
+    .
+    [(composite_literal type: (_) @type.binding)
+     (unary_expression operand: (composite_literal type: (_) @type.binding))]))
+
+(field_declaration
+  name: (field_identifier) @variable.binding
+  type: (_) @type.binding)
+
+; An embedded field: its methods are promoted, as a base's are.
+(field_declaration
+  !name
+  type: (_) @type.base)
