@@ -138,6 +138,23 @@ class PeakRss(threading.Thread):
                 continue
 
 
+class Turns:
+    """Runs of several code trees taking turns question by question, through a shared file that
+    holds the number of the next turn: on a box that others share, before and after then meet
+    the same load, which two runs one after the other would not."""
+
+    def __init__(self, path: Path | None, me: int, of: int) -> None:
+        self.path, self.me, self.of = path, me, of
+
+    def wait(self, step: int) -> None:
+        while self.path is not None and int(self.path.read_text() or 0) < step * self.of + self.me:
+            time.sleep(0.2)
+
+    def done(self, step: int) -> None:
+        if self.path is not None:
+            self.path.write_text(str(step * self.of + self.me + 1))
+
+
 def prepare_data(index_data: Path, work: Path, model: Path | None) -> Path:
     """A private copy of the index's data dir (its chat store and LLM server state stay apart)."""
     if work.exists():
@@ -152,6 +169,7 @@ def prepare_data(index_data: Path, work: Path, model: Path | None) -> Path:
 def ask_one(services, chat_turn, question: dict, log: ServerLog, limit_default: int, instructions: str) -> dict:
     """One question through the chat; what streamed back, timed, with what the server logged."""
     message = f"@codebase {question['query']}"
+    repo = question["repo"]
     user = f"eval-{question['id']}"
     started = time.perf_counter()
     first = None
@@ -159,7 +177,7 @@ def ask_one(services, chat_turn, question: dict, log: ServerLog, limit_default: 
     notices: list[dict] = []
     done: dict = {}
     errors: list[str] = []
-    for name, data in services.chat.run(chat_turn(user=user, repo=REPO_NAME, message=message, hyde=False)):
+    for name, data in services.chat.run(chat_turn(user=user, repo=repo, message=message, hyde=False)):
         if name == "token":
             first = first or time.perf_counter()
             tokens.append(data["text"])
@@ -170,7 +188,7 @@ def ask_one(services, chat_turn, question: dict, log: ServerLog, limit_default: 
         elif name == "done":
             done = data
     total = time.perf_counter() - started
-    stored = services.store.load_context(user, REPO_NAME)
+    stored = services.store.load_context(user, repo)
     context = stored.text if stored else ""
     answer = "".join(tokens)
     time.sleep(1.0)  # the server logs an answer's timings as it finishes it, a moment after the stream
@@ -180,7 +198,7 @@ def ask_one(services, chat_turn, question: dict, log: ServerLog, limit_default: 
     cited = {m for m in CITATION.findall(answer) if m in context_files}
     gold = set(question["gold_files"])
     return {
-        "id": question["id"], "kind": question["kind"], "answer": answer, "notices": notices, "errors": errors,
+        "id": question["id"], "kind": question["kind"], "repo": repo, "answer": answer, "notices": notices, "errors": errors,
         "context_files": sorted(context_files), "cited": sorted(cited),
         "gold_in_context": bool(gold & context_files), "cites_gold": bool(gold & cited),
         "loops": loops(answer), "copies_prompt": copies(answer, instructions), "cut": served.get("generated", 0) >= max_tokens, "max_tokens": max_tokens,
@@ -190,34 +208,70 @@ def ask_one(services, chat_turn, question: dict, log: ServerLog, limit_default: 
     }
 
 
+def load_realistic(cache: Path, repos: list[str], limit: int | None) -> list[dict]:
+    """The realistic eval's test-split items of these repositories whose pre-fix snapshot is in
+    `cache` (eval/realistic/snapshots.py's store): the issue report or commit message is the
+    question, the files its fix changed are the gold, and the snapshot is the index it is asked of."""
+    from realistic.items import load_items  # noqa: PLC0415 - after the tree's codeqa is on the path
+    from realistic.snapshots import SnapshotStore  # noqa: PLC0415
+
+    store = SnapshotStore(cache)
+    picked = []
+    for item in load_items():
+        snapshot = store.load(item.repo, item.base_commit) if item.split == "test" and item.repo in repos else None
+        if snapshot is not None:
+            picked.append({"id": item.id, "kind": f"realistic {item.query_type}", "query": item.query,
+                           "gold_files": item.gold_paths, "repo": snapshot.index_name,
+                           "index_data": snapshot.directory})
+    return picked[:limit] if limit else picked
+
+
 def ask(args: argparse.Namespace) -> int:
     tree = args.tree.resolve()
     sys.path.insert(0, str(tree))
+    sys.path.insert(1, str(EVAL_DIR))
     os.environ.setdefault("LANCEDB_LOG", "error")
     from codeqa.chat.answer import ChatTurn  # noqa: PLC0415 - from the tree under test
     from codeqa.core.config import Settings  # noqa: PLC0415
     from codeqa.llm.prompts import CHAT_SYSTEM  # noqa: PLC0415
     from codeqa.services import Services  # noqa: PLC0415
 
-    data = prepare_data(args.index_data, args.work / args.label, args.model)
-    settings = Settings.from_env(data_dir=data, lancedb_uri="", llm_base_url="", local_llm=True, redis_url="")
-    questions = load_questions(args.sample)
-    rows = []
-    with Services(settings) as services:
-        services.llm.complete("chat", [{"role": "user", "content": "Say OK."}], max_tokens=2)  # start, warm up
-        log = ServerLog(data / "logs" / "llama-server.log")
-        rss = PeakRss(lambda: services.llm.server.pid if services.llm.server else None)
-        rss.start()
-        for number, question in enumerate(questions, 1):
-            row = ask_one(services, ChatTurn, question, log, settings.answer_tokens, CHAT_SYSTEM)
-            rows.append(row)
-            print(f"[{args.label}] {number}/{len(questions)} {question['id']} first {row['first_token_s'] or 0:.1f} s "
-                  f"total {row['total_s']:.1f} s cited {row['cited']} gold {row['cites_gold']} "
-                  f"loop {row['loops']} cut {row['cut']}", file=sys.stderr, flush=True)
-            _write(args, tree, rows, rss.peak)  # after every answer: a long run's answers so far survive it
-        rss.stop.set()
-        rss.join()
-    _write(args, tree, rows, rss.peak)
+    questions = [{**q, "repo": REPO_NAME, "index_data": args.index_data} for q in load_questions(args.sample)]
+    if args.realistic:
+        questions += load_realistic(args.realistic_cache, args.realistic_repos, args.realistic)
+    indexes: dict[Path, list[dict]] = {}  # one Services (chat store, LLM server) per index, in order
+    for question in questions:
+        indexes.setdefault(question["index_data"], []).append(question)
+    rows: list[dict] = []
+    peak_rss = 0
+    turns = Turns(args.turns, *args.turn) if args.turns else Turns(None, 0, 1)
+    step = 0
+    for place, (index_data, asked) in enumerate(indexes.items()):
+        data = prepare_data(index_data, args.work / args.label / str(place), args.model)
+        settings = Settings.from_env(data_dir=data, lancedb_uri="", llm_base_url="", local_llm=True, redis_url="")
+        with Services(settings) as services:
+            turns.wait(step)
+            services.llm.complete("chat", [{"role": "user", "content": "Say OK."}], max_tokens=2)  # start, warm up
+            turns.done(step)
+            log = ServerLog(data / "logs" / "llama-server.log")
+            rss = PeakRss(lambda: services.llm.server.pid if services.llm.server else None)
+            rss.start()
+            for question in asked:
+                step += 1
+                turns.wait(step)
+                row = ask_one(services, ChatTurn, question, log, settings.answer_tokens, CHAT_SYSTEM)
+                turns.done(step)
+                row["load_1min"] = os.getloadavg()[0]
+                rows.append(row)
+                print(f"[{args.label}] {len(rows)}/{len(questions)} {question['id']} first {row['first_token_s'] or 0:.1f} s "
+                      f"total {row['total_s']:.1f} s cited {row['cited']} gold {row['cites_gold']} "
+                      f"loop {row['loops']} cut {row['cut']}", file=sys.stderr, flush=True)
+                _write(args, tree, rows, max(peak_rss, rss.peak))  # after every answer: a long run's answers so far survive it
+            rss.stop.set()
+            rss.join()
+            peak_rss = max(peak_rss, rss.peak)
+        step += 1
+    _write(args, tree, rows, peak_rss)
     return 0
 
 
@@ -310,6 +364,15 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--work", type=Path, default=EVAL_DIR / ".cache" / "answers")
     one.add_argument("--model", type=Path, help="the assembled GGUF, linked in instead of assembled again")
     one.add_argument("--sample", type=int, help="this many questions, every kind in turn (default: all 58)")
+    one.add_argument("--turns", type=Path, help="a file shared with runs of other trees: take turns with them, "
+                                                "one question each (write 0 to it first)")
+    one.add_argument("--turn", type=int, nargs=2, default=(0, 1), metavar=("ME", "OF"),
+                     help="this run's place among the runs taking turns, and how many there are")
+    one.add_argument("--realistic", type=int, default=0,
+                     help="also this many of the realistic eval's test-split items (default: none)")
+    one.add_argument("--realistic-repos", nargs="+", default=["psf/requests"], metavar="OWNER/NAME")
+    one.add_argument("--realistic-cache", type=Path, default=Path(os.environ.get("CODEQA_EVAL_CACHE", "~/.cache/codeqa-eval")).expanduser(),
+                     help="the realistic eval's cache, whose snapshots are the indexes asked (eval/realistic/snapshots.py)")
     both = sub.add_parser("report", help="the runs side by side")
     both.add_argument("runs", type=Path, nargs="+")
     both.add_argument("--out", type=Path, default=None)
