@@ -39,6 +39,9 @@ pytestmark = pytest.mark.unit
     # tests, by each ecosystem's conventions (issue 30)
     ("lib/billing/invoice_mailer_spec.rb", "test"),  # RSpec beside the code
     ("src/Billing/InvoiceMailerTests.cs", "test"),  # xUnit / NUnit
+    ("src/FluentValidation.Tests/ValidateAndThrowTester.cs", "test"),  # a .NET test project
+    ("test/MediatR.UnitTests/Pipeline/Behaviors.cs", "test"),
+    ("src/FluentValidation/TestHelper/ValidatorTestExtensions.cs", "source"),
     ("Billing.Tests/MailerTest.cs", "test"),
     ("src/test/kotlin/billing/CouponValidatorTest.kt", "test"),
     ("app/src/androidTest/java/MainActivityTest.kt", "test"),

@@ -664,6 +664,8 @@ class RoleRule:
     names: tuple[str, ...] = ()  # file-name patterns (fnmatch, lowercase)
     # File-name patterns whose case matters: `*Test.php` is a test, `Latest.php` is not.
     cased_names: tuple[str, ...] = ()
+    # Directory-name patterns (fnmatch, lowercase), at any depth: .NET's `Foo.Tests/` projects.
+    dir_patterns: tuple[str, ...] = ()
 
 
 # First match wins; a path that matches none is "docs" for documents, else "source".
@@ -685,7 +687,9 @@ ROLE_RULES: tuple[RoleRule, ...] = (
         "spec",  # RSpec, Jasmine
         "__tests__",  # Jest
         "androidtest", "integrationtest",  # Gradle source sets: src/androidTest/kotlin
-    }), names=(
+    }), dir_patterns=(
+        "*.tests", "*.test", "*.unittests", "*.integrationtests", "*.specs",  # .NET test projects
+    ), names=(
         "test_*",  # pytest / unittest: test_*.py
         "*_test.*",  # pytest *_test.py, Go *_test.go, C++ gtest *_test.cc, ExUnit *_test.exs, Dart
         "*_spec.*",  # RSpec *_spec.rb, busted *_spec.lua
@@ -725,7 +729,8 @@ def _path_role(path: str) -> str:
     cased_name = path.rsplit("/", 1)[-1]
     *dirs, name = path.lower().split("/")
     for rule in ROLE_RULES:
-        if rule.dirs.intersection(dirs) or any(fnmatchcase(name, p) for p in rule.names) \
+        if rule.dirs.intersection(dirs) or any(fnmatchcase(d, p) for d in dirs for p in rule.dir_patterns) \
+                or any(fnmatchcase(name, p) for p in rule.names) \
                 or any(fnmatchcase(cased_name, p) for p in rule.cased_names):
             return rule.role
     return "docs" if language_for(path) in DOC_LANGUAGES else "source"
