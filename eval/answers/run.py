@@ -52,8 +52,8 @@ CONTEXT_FILE = re.compile(r"^### (\S+) \(", re.MULTILINE)
 
 
 def load_questions(sample: int | None) -> list[dict]:
-    """Every question, or `sample` of them taken in turn from each kind (how, where, bug, doc) in
-    file order, so a shorter run still holds every kind."""
+    """Every question, or `sample` of them taken in turn from each kind (how, where, bug, doc),
+    in that order, so a shorter run, or one stopped early, still holds every kind."""
     rows = [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()]
     if not sample or sample >= len(rows):
         return rows
@@ -65,7 +65,7 @@ def load_questions(sample: int | None) -> list[dict]:
         for kind_rows in by_kind.values():
             if kind_rows and len(picked) < sample:
                 picked.append(kind_rows.pop(0))
-    return sorted(picked, key=rows.index)
+    return picked
 
 
 # --- One run: ask every question through one code tree's chat pipeline ---------------------------
@@ -236,43 +236,59 @@ def ask(args: argparse.Namespace) -> int:
     from codeqa.llm.prompts import CHAT_SYSTEM  # noqa: PLC0415
     from codeqa.services import Services  # noqa: PLC0415
 
-    questions = [{**q, "repo": REPO_NAME, "index_data": args.index_data} for q in load_questions(args.sample)]
-    if args.realistic:
-        questions += load_realistic(args.realistic_cache, args.realistic_repos, args.realistic)
-    indexes: dict[Path, list[dict]] = {}  # one Services (chat store, LLM server) per index, in order
+    questions = interleave([{**q, "repo": REPO_NAME, "index_data": args.index_data} for q in load_questions(args.sample)],
+                           load_realistic(args.realistic_cache, args.realistic_repos, args.realistic)
+                           if args.realistic else [])
+    left = {}  # questions still to ask of each index: its Services close after its last one
     for question in questions:
-        indexes.setdefault(question["index_data"], []).append(question)
+        left[question["index_data"]] = left.get(question["index_data"], 0) + 1
+    opened: dict[Path, tuple] = {}
     rows: list[dict] = []
     peak_rss = 0
     turns = Turns(args.turns, *args.turn) if args.turns else Turns(None, 0, 1)
     step = 0
-    for place, (index_data, asked) in enumerate(indexes.items()):
-        data = prepare_data(index_data, args.work / args.label / str(place), args.model)
-        settings = Settings.from_env(data_dir=data, lancedb_uri="", llm_base_url="", local_llm=True, redis_url="")
-        with Services(settings) as services:
+    for question in questions:
+        index_data = question["index_data"]
+        if index_data not in opened:  # one Services (chat store, LLM server) per index
+            data = prepare_data(index_data, args.work / args.label / str(len(rows)), args.model)
+            settings = Settings.from_env(data_dir=data, lancedb_uri="", llm_base_url="", local_llm=True, redis_url="")
+            services = Services(settings).__enter__()
             turns.wait(step)
             services.llm.complete("chat", [{"role": "user", "content": "Say OK."}], max_tokens=2)  # start, warm up
             turns.done(step)
-            log = ServerLog(data / "logs" / "llama-server.log")
-            rss = PeakRss(lambda: services.llm.server.pid if services.llm.server else None)
+            step += 1
+            rss = PeakRss(lambda services=services: services.llm.server.pid if services.llm.server else None)
             rss.start()
-            for question in asked:
-                step += 1
-                turns.wait(step)
-                row = ask_one(services, ChatTurn, question, log, settings.answer_tokens, CHAT_SYSTEM)
-                turns.done(step)
-                row["load_1min"] = os.getloadavg()[0]
-                rows.append(row)
-                print(f"[{args.label}] {len(rows)}/{len(questions)} {question['id']} first {row['first_token_s'] or 0:.1f} s "
-                      f"total {row['total_s']:.1f} s cited {row['cited']} gold {row['cites_gold']} "
-                      f"loop {row['loops']} cut {row['cut']}", file=sys.stderr, flush=True)
-                _write(args, tree, rows, max(peak_rss, rss.peak))  # after every answer: a long run's answers so far survive it
+            opened[index_data] = (services, settings, ServerLog(data / "logs" / "llama-server.log"), rss)
+        services, settings, log, rss = opened[index_data]
+        turns.wait(step)
+        row = ask_one(services, ChatTurn, question, log, settings.answer_tokens, CHAT_SYSTEM)
+        turns.done(step)
+        step += 1
+        row["load_1min"] = os.getloadavg()[0]
+        rows.append(row)
+        peak_rss = max(peak_rss, rss.peak)
+        print(f"[{args.label}] {len(rows)}/{len(questions)} {question['id']} first {row['first_token_s'] or 0:.1f} s "
+              f"total {row['total_s']:.1f} s cited {row['cited']} gold {row['cites_gold']} "
+              f"loop {row['loops']} cut {row['cut']}", file=sys.stderr, flush=True)
+        _write(args, tree, rows, peak_rss)  # after every answer: a long run's answers so far survive it
+        left[index_data] -= 1
+        if not left[index_data]:
             rss.stop.set()
             rss.join()
             peak_rss = max(peak_rss, rss.peak)
-        step += 1
+            services.__exit__(None, None, None)
+            del opened[index_data]
     _write(args, tree, rows, peak_rss)
     return 0
+
+
+def interleave(questions: list[dict], others: list[dict]) -> list[dict]:
+    """`others` spread evenly among `questions`, so a run stopped early still holds both."""
+    merged = list(questions)
+    for place, other in enumerate(others, 1):
+        merged.insert(round(place * len(merged) / (len(others) + 1)), other)
+    return merged
 
 
 def _write(args: argparse.Namespace, tree: Path, rows: list[dict], peak_rss: int) -> None:
