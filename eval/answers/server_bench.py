@@ -6,9 +6,9 @@ Each configuration starts `llama_cpp.server` with its flags (as `codeqa/llm/serv
 niced the same), streams the same answers from it and samples the server's RSS ten times a
 second. A run sends three prompts of about 1,000 tokens that share their first ~300 (the
 instructions, as every chat answer does), so the second and third show what reusing the cached
-prefix saves. Prompt tokens are counted by the server's own tokenizer (`/extras/tokenize/count`).
+prefix saves (`nologits-1t-no-prefix-reuse` opens every prompt differently: nothing reused). Prompt tokens are counted by the server's own tokenizer (`/extras/tokenize/count`).
 
-    prompt tok/s      prompt tokens not reused / time to the first token
+    prompt tok/s      prompt tokens evaluated (not reused) / time to the first token
     gen tok/s         (streamed tokens - 1) / (time after the first token)
     peak RSS          the most resident memory the server held during the configuration's runs
 
@@ -35,9 +35,10 @@ sys.path.insert(0, str(ROOT))
 from codeqa.chat.answer import answer_grammar  # noqa: E402
 from codeqa.core.servers import answers, free_port, niced, wait_until_ready  # noqa: E402
 
-BASE_FLAGS = ["--n_ctx", "4096", "--interrupt_requests", "False"]
+BASE_FLAGS = ["--n_ctx", "3584", "--interrupt_requests", "False"]  # codeqa/llm/server.py's n_ctx
 NO_LOGITS = ["--logits_all", "False"]
 GRAMMAR = {"grammar": answer_grammar(1)}  # what the chat sends the embedded server (one source here)
+FRESH_PREFIX = "fresh_prefix"  # not a request field: the bench starts each prompt with a unique line
 # name → (server flags, extra request fields)
 ONE = ["--n_threads", "1", "--n_threads_batch", "1"]
 CONFIGS: dict[str, tuple[list[str], dict]] = {
@@ -50,6 +51,11 @@ CONFIGS: dict[str, tuple[list[str], dict]] = {
                           "--n_ubatch", "128"], {}),
     "nologits-1t-b256": ([*ONE, *NO_LOGITS, "--n_batch", "256", "--n_ubatch", "256"], {}),
     "nologits-1t-fa": ([*ONE, *NO_LOGITS, "--flash_attn", "True"], {}),
+    "nologits-1t-ctx2048": ([*ONE, *NO_LOGITS, "--n_ctx", "2048"], {}),
+    "nologits-1t-ctx8192": ([*ONE, *NO_LOGITS, "--n_ctx", "8192"], {}),
+    # Every prompt opens differently, so nothing of the last one's KV cache is reused: what the
+    # reuse of the instructions' prefix saves (llama-cpp-python always reuses a common prefix).
+    "nologits-1t-no-prefix-reuse": ([*ONE, *NO_LOGITS], {FRESH_PREFIX: True}),
     "nologits-1t-grammar": ([*ONE, *NO_LOGITS], GRAMMAR),
     "nologits-1t-prefix-grammar": ([*ONE, *NO_LOGITS], {"grammar": 'root ::= "According to [1], " [^\\x00]*\n'}),
 }
@@ -79,7 +85,7 @@ def post(url: str, body: dict) -> dict:
 def stream_answer(base: str, messages: list[dict], max_tokens: int, extra: dict) -> tuple[float, float, int]:
     """(seconds to the first token, seconds in all, tokens streamed)."""
     body = {"model": "m", "messages": messages, "max_tokens": max_tokens, "temperature": 0.0, "stream": True,
-            **extra}
+            **{k: v for k, v in extra.items() if k != FRESH_PREFIX}}
     request = urllib.request.Request(base + "/chat/completions", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
     started = time.perf_counter()
@@ -126,25 +132,30 @@ def measure(model: Path, name: str, flags: list[str], extra: dict, corpus: Path,
             return {"config": name, "error": problem}
         sampler = RssSampler(proc.pid)
         sampler.start()
+        prefix = post(f"http://127.0.0.1:{port}/extras/tokenize/count", {"input": INSTRUCTIONS})["count"]
         rows = []
         for run in range(runs):
             for variant in range(3):
-                system = INSTRUCTIONS + sources(corpus, variant + 3 * run)
+                fresh = extra.get(FRESH_PREFIX, False)
+                system = (f"Request {run}-{variant}.\n" if fresh else "") + INSTRUCTIONS + sources(corpus, variant + 3 * run)
                 messages = [{"role": "system", "content": system},
                             {"role": "user", "content": "What does this code do? Cite the source."}]
                 count = post(f"http://127.0.0.1:{port}/extras/tokenize/count",
                              {"input": system + messages[1]["content"]})["count"]
-                ttft, total, tokens = stream_answer(base, messages, 96, extra)
-                reused = variant > 0  # the instructions' prefix is in the KV cache from the last answer
-                rows.append({"prompt": count, "reused": reused, "ttft": ttft, "total": total, "tokens": tokens})
+                ttft, total, tokens = stream_answer(base, messages, 64, extra)
+                # the instructions' prefix is in the KV cache from the last answer (not before the first)
+                reused = not fresh and (run, variant) != (0, 0)
+                rows.append({"prompt": count, "evaluated": count - (prefix if reused else 0), "reused": reused,
+                             "ttft": ttft, "total": total, "tokens": tokens})
         sampler.stopped.set()
         sampler.join()
         cold = [r for r in rows if not r["reused"]]
+        warm = [r for r in rows if r["reused"]]
         return {
             "config": name,
-            "prompt_tok_s": statistics.median(r["prompt"] / r["ttft"] for r in cold),
+            "prompt_tok_s": statistics.median(r["evaluated"] / r["ttft"] for r in rows),
             "ttft_cold_s": statistics.median(r["ttft"] for r in cold),
-            "ttft_prefix_reused_s": statistics.median(r["ttft"] for r in rows if r["reused"]),
+            "ttft_prefix_reused_s": statistics.median(r["ttft"] for r in warm) if warm else float("nan"),
             "gen_tok_s": statistics.median((r["tokens"] - 1) / (r["total"] - r["ttft"]) for r in rows
                                            if r["tokens"] > 1),
             "prompt_tokens": statistics.median(r["prompt"] for r in rows),
@@ -165,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=ROOT / "eval" / ".cache" / "src" / "flask-3.1.3",
                         help="Flask's unpacked sdist (eval/run_eval.py fetches it)")
     parser.add_argument("--config", action="append", choices=sorted(CONFIGS), help="default: all")
-    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--niceness", type=int, default=0, help="as CODEQA_BACKGROUND_NICENESS (0: a fair share "
                         "of a loaded box)")
     args = parser.parse_args(argv)
