@@ -552,7 +552,13 @@ def test_c_source_and_header() -> None:
         ("union", "amount", 13, 16),
         ("struct", "entry", 19, 22),
         ("struct", "ledger", 24, 28),
+        ("function", "ledger_new", 30, 30),  # prototypes: declarations, grouped with ledger.c's at search
+        ("function", "ledger_add", 31, 31),
+        ("function", "ledger_balance", 32, 32),
+        ("function", "ledger_free", 33, 33),
     }
+    assert all(d.declaration == (d.kind == "function") for d in header.definitions)
+    assert not any(d.declaration for d in source.definitions)
     assert by_name(source, "ledger_new").signature == "struct ledger *ledger_new(size_t capacity)"
     assert by_name(source, "ledger_add").doc == (
         "Appends an entry.\nReturns 0 on success, -1 when the ledger is full."
@@ -596,10 +602,18 @@ def test_cpp_header_classes() -> None:
         ("struct", "Box", 9, 12),
         ("enum", "Zone", 15, 15),
         ("class", "Warehouse", 18, 34),
+        ("constructor", "Warehouse.Warehouse", 20, 20),  # in-class declarations: warehouse.cpp defines them
+        ("method", "Warehouse.~Warehouse", 21, 21),
+        ("method", "Warehouse.store", 24, 24),
+        ("method", "Warehouse.totalWeight", 26, 26),
         ("method", "Warehouse.size", 29, 29),
     }
+    assert {d.qualified_name for d in parsed.definitions if d.declaration} == {
+        "Warehouse.Warehouse", "Warehouse.~Warehouse", "Warehouse.store", "Warehouse.totalWeight"}
     assert by_name(parsed, "Warehouse").doc == "A warehouse of boxes."
-    assert by_name(parsed, "Warehouse").method_signatures == ["std::size_t size() const"]
+    assert by_name(parsed, "Warehouse").method_signatures == [
+        "explicit Warehouse(Zone zone);", "~Warehouse();", "int store(const Box& box);", "int totalWeight() const;",
+        "std::size_t size() const"]
     assert by_name(parsed, "Warehouse.size").doc == "Number of boxes stored."
 
 

@@ -57,7 +57,9 @@ REGISTRY_TABLE = "codeqa_repos"
 # 3: vectors from the int8 ONNX embedder (cosine 0.9995 to the torch vectors of 2, yet not
 #    the same: a search must never compare the two); 23 languages, every other text file as
 #    file rows and sections, `.h`/`.m` decided per file.
-INDEX_VERSION = 3
+# 4: one row per overload set (`signatures`), declarations marked (`declaration`): C/C++
+#    prototypes and in-class method declarations are rows now.
+INDEX_VERSION = 4
 ROW_TABLES = ("methods", "classes", "modules")  # tables of searchable rows, with vectors
 TABLE_KINDS = ROW_TABLES + ("files",)
 FTS_COLUMNS = ("search_text", "name_text", "path_text")
@@ -143,7 +145,10 @@ def row_schema(dim: int, table: str) -> pa.Schema:
     """The columns of a table of searchable rows (`ROW_TABLES`).
 
     All three share the symbol columns, so search reads them alike. The classes table adds
-    `method_signatures`. The modules table adds, per `file` row: `imports` (module paths as
+    `method_signatures`. `declaration` marks a signature whose body is in another file or
+    nowhere (a prototype, an abstract or interface method; search groups it with its
+    implementation where there is one) and `signatures` lists an overload set's signatures
+    (empty for a single one). The modules table adds, per `file` row: `imports` (module paths as
     written), `top_level_names` (qualified names of the file's top-level definitions) and
     `file_text` (whole-file BM25 text, FTS-indexed on its own); `module` rows leave those empty.
     Rows of the modules table have `qualified_name` = `file_path` and `name` = the file name;
@@ -172,6 +177,8 @@ def row_schema(dim: int, table: str) -> pa.Schema:
         ("references", pa.list_(REFERENCE_TYPE)),
         ("reference_count", pa.int32()),
         ("references_hash", pa.string()),
+        ("declaration", pa.bool_()),
+        ("signatures", pa.list_(pa.string())),
     ]
     if table == "classes":
         fields.append(("method_signatures", pa.list_(pa.string())))
@@ -266,7 +273,7 @@ def _derive_text_columns(row: dict) -> dict:
     code_chars = CLASS_SEARCH_CODE_CHARS if row.get("method_signatures") else SEARCH_CODE_CHARS
     row["search_text"] = code_tokens(" ".join([
         row["qualified_name"], row.get("signature", ""), row.get("doc", ""),
-        *row.get("method_signatures", []), *row.get("imports", []), *row.get("top_level_names", []),
+        *row.get("signatures", []), *row.get("method_signatures", []), *row.get("imports", []), *row.get("top_level_names", []),
         row["code"][:code_chars]]))
     row["name_text"] = " ".join([code_tokens(row["name"]), code_tokens(row["qualified_name"]),
                                  row["name"].lower(), row["qualified_name"].lower()])
@@ -757,6 +764,8 @@ def prepare_row(row: dict) -> dict:
     row.setdefault("references", [])
     row.setdefault("reference_count", 0)
     row.setdefault("references_hash", "")
+    row.setdefault("declaration", False)
+    row.setdefault("signatures", [])
     return row
 
 

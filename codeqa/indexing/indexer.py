@@ -206,7 +206,8 @@ def _code_rows(repo: str, file: SourceFile, role: str, parsed: ParsedFile) -> li
     for d in parsed.definitions:
         row = _base_row(repo, file, role, kind=d.kind, name=d.name, qualified_name=d.qualified_name,
                         signature=d.signature, doc=d.doc, code=d.code, start_line=d.start_line,
-                        end_line=d.end_line, parent=d.parent)
+                        end_line=d.end_line, parent=d.parent, declaration=d.declaration,
+                        signatures=list(d.signatures))
         if table_of(d.kind) == "classes":
             row["method_signatures"] = list(d.method_signatures)
         rows.append(row)
@@ -296,7 +297,7 @@ def file_rows(repo: str, file: SourceFile, mtime_ns: int) -> FileRows:
     _dedupe_ids(rows)
     infos = tuple(SymbolInfo(id=r["id"], file_path=file.path, language=file.language, kind=r["kind"],
                              name=r["name"], qualified_name=r["qualified_name"], parent=r["parent"])
-                  for r in symbols if r["kind"] != DOC_KIND)
+                  for r in symbols if r["kind"] != DOC_KIND and not r.get("declaration"))
     parse = FileParse(file.path, file.language, infos, tuple(parsed.references), tuple(parsed.imports),
                       tuple(parsed.imported_names), tuple(parsed.bindings))
     manifest = ManifestEntry(file_path=file.path, sha256=file.sha256, language=file.language,

@@ -3,8 +3,11 @@
 Each language's `queries/<lang>.scm` uses the same capture vocabulary (aider repo-map style):
 `@definition.<kind>` + `@name.definition.<kind>` (+ optional `@scope.definition.<kind>` for an
 owner that is not an enclosing node), `@name.reference.<call|new|type>` (+ optional
-`@qualifier.reference.<kind>`), `@module.import` and `@name.import`, and `@doc` for a doc that
-is a node matched with its definition rather than comments above it (Elixir's `@doc`).
+`@qualifier.reference.<kind>`), `@module.import` and `@name.import`, `@doc` for a doc that
+is a node matched with its definition rather than comments above it (Elixir's `@doc`), and
+`@declaration` on a definition's node (in its own pattern or the definition's) for a signature
+whose body is elsewhere or nowhere: an `@overload` stub, a TypeScript overload signature, a
+C/C++ prototype or in-class method declaration, an abstract or interface method.
 `@variable.binding` + `@type.binding` say what a variable holds (`x = Cart()`, `x: Cart`) and
 `@type.base` names a class's base: reference resolution reads `x.m()` with them.
 Captures starting with `_` are helpers for predicates. Everything language-specific beyond the
@@ -12,6 +15,13 @@ queries is data in `languages.LANGUAGES`.
 
 Qualified names join enclosing definitions with "."; C++ namespaces and Rust modules are not
 definitions, so they never appear in qualified names. Qualifiers normalise `::` and `->` to ".".
+
+An overload set is one definition: the declarations of a qualified name are folded into the
+file's implementation of it (its `signatures` list them all, in source order), or, with no
+implementation in the file, into the first of them, which stays a definition marked
+`declaration`. Declarations whose implementation is in another file (a C header and its `.c`)
+are grouped at search time (`codeqa.search.overloads`). A declaration inside a function body
+(a local prototype) is no definition at all.
 """
 
 from __future__ import annotations
@@ -78,6 +88,8 @@ class Definition:
     start_line: int
     end_line: int
     method_signatures: list[str] = field(default_factory=list)
+    declaration: bool = False  # a signature only: its body is in another file, or nowhere
+    signatures: list[str] = field(default_factory=list)  # of an overload set: every one, in source order
 
 
 @dataclass
@@ -168,6 +180,8 @@ def _capture_role(name: str) -> tuple[str, str | None]:
         return ("module", None)
     if name == "name.import":
         return ("import_name", None)
+    if name == "declaration":
+        return ("declaration", None)
     for prefix, role in _ROLE_PREFIXES:
         if name.startswith(prefix):
             return (role, name[len(prefix):])
@@ -199,6 +213,7 @@ class _RawDefinition:
     name: Node
     scope: Node | None
     doc: Node | None = None
+    declaration: bool = False
 
 
 @dataclass
@@ -244,8 +259,11 @@ class _Extractor:
         raw_refs: dict[tuple[int, int], _RawReference] = {}
         modules: list[Node] = []
         names: list[Node] = []
+        declared: set[tuple[int, int]] = set()
         for pattern, captures in QueryCursor(self.compiled.query).matches(root):
-            self._collect(pattern, captures, raw_defs, raw_refs, modules, names)
+            self._collect(pattern, captures, raw_defs, raw_refs, modules, names, declared)
+        for key in declared & raw_defs.keys():
+            raw_defs[key].declaration = True
 
         definitions, spans, top_level, too_deep = self._definitions(raw_defs)
         taken = {(d.name.start_byte, d.name.end_byte) for d in raw_defs.values()}
@@ -272,9 +290,9 @@ class _Extractor:
 
     # collection
 
-    def _collect(self, pattern: int, captures: dict[str, list[Node]],
-                 raw_defs: dict, raw_refs: dict, modules: list, names: list) -> None:
-        """Sort one match's captures into definitions, references and imports."""
+    def _collect(self, pattern: int, captures: dict[str, list[Node]], raw_defs: dict, raw_refs: dict,
+                 modules: list, names: list, declared: set[tuple[int, int]]) -> None:
+        """Sort one match's captures into definitions, references, imports and declarations."""
         roles = self.compiled.roles
         by_role: dict[str, tuple[str | None, list[Node]]] = {}
         for capture, nodes in captures.items():
@@ -300,6 +318,7 @@ class _Extractor:
         if "bind_var" in by_role and "bind_type" in by_role:
             self._raw_bindings.append((by_role["bind_var"][1][0], by_role["bind_type"][1][-1]))
         self._raw_bindings.extend((None, node) for node in by_role.get("base", (None, []))[1])
+        declared.update((n.start_byte, n.end_byte) for n in by_role.get("declaration", (None, []))[1])
 
     @staticmethod
     def _add_reference(raw_refs: dict, ref: _RawReference) -> None:
@@ -340,6 +359,8 @@ class _Extractor:
             if len(stack) > MAX_NESTING:
                 too_deep += 1
                 continue
+            if raw.declaration and stack and stack[-1].definition.kind in FUNCTION_KINDS:
+                continue  # a local prototype (`int helper(void);` in a body) defines nothing
             extent = self._extent(raw.node)
             definition = self._definition(raw, extent, [o.definition for o in stack])
             definitions.append(definition)
@@ -347,6 +368,7 @@ class _Extractor:
             if not stack:
                 top_level.append(definition.qualified_name)
             stack.append(_Open(definition, extent.last.end_byte))
+        definitions, spans = _fold_overloads(definitions, spans)
         self._attach_method_signatures(definitions)
         return definitions, spans, list(dict.fromkeys(top_level)), too_deep
 
@@ -377,6 +399,7 @@ class _Extractor:
             code=self.src[first.start_byte:last.end_byte].decode("utf-8", "replace"),
             start_line=first.start_point.row + 1,
             end_line=_end_line(last),
+            declaration=raw.declaration,
         )
 
     def _kind(self, kind: str, name: str, owner: str | None) -> str:
@@ -605,6 +628,32 @@ class _Extractor:
         if self._lines is None:
             self._lines = self.src.split(b"\n")
         return self._lines[row] if row < len(self._lines) else b""
+
+
+def _fold_overloads(definitions: list[Definition], spans: list[tuple[int, int, str]]
+                    ) -> tuple[list[Definition], list[tuple[int, int, str]]]:
+    """One definition per overload set of the file: each qualified name's declarations are
+    folded into its first implementation, or into its first declaration when it has none;
+    the one kept lists every signature of the set (only when there are several). Other
+    implementations of the name (C++ overloads with bodies, a property's setter) stay apart."""
+    target: dict[str, int] = {}  # qualified name → the definition its declarations fold into
+    for i, d in enumerate(definitions):
+        held = target.get(d.qualified_name)
+        if held is None or (definitions[held].declaration and not d.declaration):
+            target[d.qualified_name] = i
+    kept: list[int] = []
+    members: dict[int, list[str]] = {}
+    for i, d in enumerate(definitions):
+        into = target[d.qualified_name]
+        if i == into or d.declaration:
+            members.setdefault(into, []).append(d.signature)
+        if i == into or not d.declaration:
+            kept.append(i)
+    for i, signatures in members.items():
+        distinct = list(dict.fromkeys(signatures))
+        if len(distinct) > 1:
+            definitions[i].signatures = distinct
+    return [definitions[i] for i in kept], [spans[i] for i in kept]
 
 
 def _split_scoped(name: str) -> tuple[str | None, str]:

@@ -19,6 +19,23 @@
 (preproc_function_def
   name: (identifier) @name.definition.macro) @definition.macro
 
+; Prototypes: int f(int); struct s *g(void); (the implementation is usually in another file:
+; search groups them; one inside a function body is dropped by the parser).
+(declaration
+  declarator: (function_declarator
+    declarator: (identifier) @name.definition.function)) @definition.function @declaration
+
+(declaration
+  declarator: (_
+    declarator: (function_declarator
+      declarator: (identifier) @name.definition.function))) @definition.function @declaration
+
+(declaration
+  declarator: (_
+    declarator: (_
+      declarator: (function_declarator
+        declarator: (identifier) @name.definition.function)))) @definition.function @declaration
+
 (call_expression
   function: (field_expression
     argument: (_) @qualifier.reference.call

@@ -19,6 +19,22 @@
     declarator: (function_declarator
       declarator: [(identifier) (field_identifier) (operator_name)] @name.definition.function))) @definition.function
 
+; In-class method declarations (void f(); virtual int g() = 0;), also returning pointers or
+; references: declarations, grouped with their out-of-class definition.
+(field_declaration
+  declarator: (function_declarator
+    declarator: [(field_identifier) (destructor_name) (operator_name)] @name.definition.function)) @definition.function @declaration
+
+(field_declaration
+  declarator: (_
+    declarator: (function_declarator
+      declarator: [(field_identifier) (operator_name)] @name.definition.function))) @definition.function @declaration
+
+; In-class destructor and operator declarations (constructors match c_family.scm's prototypes).
+(declaration
+  declarator: (function_declarator
+    declarator: [(destructor_name) (operator_name)] @name.definition.function)) @definition.function @declaration
+
 ; Out-of-class definitions: Foo::bar(), Foo::~Foo(), A::B::f(); the scope is the owner.
 (function_definition
   declarator: (function_declarator

@@ -6,6 +6,15 @@
 (function_definition
   name: (identifier) @name.definition.function) @definition.function
 
+; Declarations: `@overload` / `@typing.overload` stubs (folded into their implementation) and
+; `@abstractmethod`s (implemented by subclasses, so definitions of their own).
+(decorated_definition
+  (decorator
+    [(identifier) @_decorator
+     (attribute attribute: (identifier) @_decorator)])
+  definition: (function_definition) @declaration
+  (#any-of? @_decorator "overload" "abstractmethod"))
+
 ; Module-level constants by convention (UPPER_CASE, also annotated) and `__all__`.
 (module
   (expression_statement

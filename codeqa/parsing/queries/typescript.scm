@@ -1,8 +1,14 @@
 ; TypeScript and TSX on top of ecmascript.scm: classes, interfaces, type aliases, enums, type uses.
 
-; Overload signatures: function f(a: string): void;
+; Overload signatures (function f(a: string): void;), folded into the implementation that
+; follows them, and ambient `declare function`s: declarations.
 (function_signature
-  name: (identifier) @name.definition.function) @definition.function
+  name: (identifier) @name.definition.function) @definition.function @declaration
+
+; Method overload signatures in a class body.
+(class_body
+  (method_signature
+    name: (_) @name.definition.method) @definition.method @declaration)
 
 (class_declaration
   name: (type_identifier) @name.definition.class) @definition.class
@@ -19,12 +25,13 @@
 (enum_declaration
   name: (identifier) @name.definition.enum) @definition.enum
 
+; Abstract and interface methods: declarations, implemented elsewhere.
 (abstract_method_signature
-  name: (_) @name.definition.method) @definition.method
+  name: (_) @name.definition.method) @definition.method @declaration
 
 (interface_body
   (method_signature
-    name: (_) @name.definition.method) @definition.method)
+    name: (_) @name.definition.method) @definition.method @declaration)
 
 ; Class fields holding functions: handle = () => {}
 (public_field_definition
