@@ -96,6 +96,10 @@ class Symbol(BaseModel):
     end_line: int
     language: str
     reference_count: int = Field(description="how many uses the index recorded (exact)")
+    declaration: bool = Field(False, description="a signature only (a prototype, an abstract or interface "
+                                                 "method) whose implementation is not in the repository")
+    signatures: list[str] = Field(default_factory=list, description="every signature of an overload set "
+                                  "(declarations and implementation), when it has several")
 
     @classmethod
     def fields_of(cls, row: dict) -> dict:
@@ -106,7 +110,9 @@ class Symbol(BaseModel):
 
 
 class SearchHit(Symbol):
-    score: float
+    score: float = Field(description="relevance 0-1: the file model's estimate that this result's file is one "
+                                     "the answer needs (1.0: the query is exactly its name); never higher "
+                                     "than the result above it")
     exact_match: bool = Field(description="the query names this symbol or file exactly")
     references: list[Use] = Field(description=f"the first {SHOWN_REFERENCES} uses")
 
@@ -120,7 +126,7 @@ class FileSymbol(BaseModel):
 
 class FileResult(BaseModel):
     path: str
-    score: float
+    score: float = Field(description="relevance 0-1, as the results' (non-increasing down the list)")
     role: str = Field(description="source, test, example, benchmark, docs, generated or vendored")
     language: str
     symbols: list[FileSymbol] = Field(description="the file's rows that made it rank")
@@ -223,7 +229,13 @@ def _repo_relative(info: RepoInfo, path: str) -> str:
 
 
 def _headline(d: Symbol) -> str:
-    return (f"{d.location}  {d.kind} {d.qualified_name}  (id {d.id}, used {_plural(d.reference_count, 'time')})")
+    marked = ", a declaration: no implementation in the repository" if d.declaration else ""
+    return f"{d.location}  {d.kind} {d.qualified_name}  (id {d.id}, used {_plural(d.reference_count, 'time')}{marked})"
+
+
+def _overloads(d: Symbol) -> list[str]:
+    """The signatures of a definition's overload set, one a line (none for a single signature)."""
+    return [f"  signature: {one_line(signature)}" for signature in d.signatures]
 
 
 class CodeTools:
@@ -270,7 +282,7 @@ class CodeTools:
         lines += [f"note: {notice}" for notice in result.notices]
         for rank, hit in enumerate(hits, 1):
             exact = "  (named in the query)" if hit.exact_match else ""
-            lines.append(f"{rank}. {hit.location}  {hit.kind} {hit.qualified_name}  score {hit.score:.4f}{exact}")
+            lines.append(f"{rank}. {hit.location}  {hit.kind} {hit.qualified_name}  score {hit.score:.2f}{exact}")
             if hit.signature:
                 lines.append(f"   {one_line(hit.signature)}")
             uses = f"used {_plural(hit.reference_count, 'time')}" + (", e.g.:" if hit.references else "")
@@ -312,7 +324,7 @@ class CodeTools:
         lines = [f"{_plural(len(rows), 'definition')} of {name} in {info.name}"
                  + (f" (the first {len(found)}):" if len(rows) > len(found) else ":")]
         for d in found:
-            lines += ["", _headline(d), *_numbered(d.code.splitlines(), d.start_line)]
+            lines += ["", _headline(d), *_overloads(d), *_numbered(d.code.splitlines(), d.start_line)]
             if d.code_truncated:
                 lines.append(f"... (to line {d.end_line}: read_code path={d.file_path} start="
                              f"{d.start_line + MAX_CODE_LINES})")

@@ -31,8 +31,10 @@ def _format_human(result: SearchResult) -> str:
         lines.append(f"expanded query: {result.expanded_query[:300]}")
     for rank, hit in enumerate(result.results, 1):
         mark = " (exact)" if hit.exact else ""
+        mark += " (declaration)" if hit.declaration else ""
         lines.append(f"{rank:2}. {hit.file_path}:{hit.start_line}-{hit.end_line}  {hit.kind} "
-                     f"{hit.qualified_name}  score {hit.score:.4f}{mark}")
+                     f"{hit.qualified_name}  score {hit.relevance:.2f}{mark}")
+        lines += [f"      signature: {signature}" for signature in hit.signatures]
         for ref in hit.references[:3]:
             lines.append(f"      used in {ref['file_path']}:{ref['line']}  {ref['text'][:80]}")
         if hit.reference_count > 3:

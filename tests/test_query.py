@@ -122,9 +122,66 @@ def test_result_json_shape() -> None:
     found = hit("shop/cart.py", 0.1234567)
     found.references = [{"file_path": "a.py", "line": 3, "column": 5, "text": "add()", "kind": "call",
                          "resolution": "unique", "caller": "main"}]
+    found.relevance = 0.87654
     data = found.to_json()
-    assert data["score"] == 0.123457 and data["exact_match"] is False
+    assert data["score"] == 0.8765 and data["exact_match"] is False  # the relevance shown, not the pool score
+    assert data["declaration"] is False and data["signatures"] == []
     assert data["references"] == [{"file_path": "a.py", "line": 3, "column": 5, "text": "add()"}]
+
+
+# --- a query that is exactly a name, and the scores shown ---------------------------------------
+
+@pytest.mark.parametrize("query, whole, symbols, files", [
+    ("colordemo", "colordemo", ("colordemo",), ()),  # a plain word no other pattern takes for a name
+    ("  `Context.invoke` ", "Context.invoke", ("Context.invoke",), ()),
+    ("Foo::bar", "Foo.bar", ("Foo.bar",), ()),
+    ("view", "view", ("view",), ()),
+    ("view.js", "view.js", (), ("view.js",)),
+    ("src/view.js", "src/view.js", (), ("src/view.js",)),
+    ("how is colordemo run", "", (), ()),
+    ("colordemo()", "", ("colordemo",), ()),
+])
+def test_a_query_that_is_exactly_one_name(query: str, whole: str, symbols: tuple, files: tuple) -> None:
+    parsed = parse_query(query)
+    assert (parsed.whole_name, parsed.symbols, parsed.files) == (whole, symbols, files)
+
+
+def test_a_file_is_named_by_its_path_its_tail_or_its_stem() -> None:
+    assert retrieval._names_file("web/view.js", "view") and retrieval._names_file("web/view.js", "view.js")
+    assert retrieval._names_file("web/view.js", "web/view.js")
+    assert not retrieval._names_file("web/view.test.js", "view") and not retrieval._names_file("web/review.js", "view")
+
+
+def test_what_the_whole_query_names_goes_first_with_its_file() -> None:
+    from codeqa.search.ranking import FileHit
+    docs = hit("docs/colors.py", 0.9, name="show_colors")
+    demo_test = hit("tests/test_colors.py", 0.5, name="colordemo", role="test")
+    demo = hit("examples/colors/colors.py", 0.1, name="colordemo")
+    for found in (demo, demo_test):
+        found.exact = True
+    files = [FileHit(h.file_path, score, h.role, "python", [h]) for h, score in
+             ((docs, 2.0), (demo_test, 0.5), (demo, -1.0))]
+    hits, ordered = retrieval._whole_name_first(parse_query("colordemo"), [docs, demo_test, demo], files)
+    assert [h.file_path for h in hits] == ["examples/colors/colors.py", "tests/test_colors.py", "docs/colors.py"]
+    assert [f.path for f in ordered] == ["examples/colors/colors.py", "tests/test_colors.py", "docs/colors.py"]
+    unchanged = retrieval._whole_name_first(parse_query("how are colors shown"), [docs, demo_test, demo], files)
+    assert unchanged == ([docs, demo_test, demo], files)
+
+
+def test_scores_shown_never_rise_down_a_list() -> None:
+    from codeqa.search.ranking import FileHit, file_probability
+    a, b, c, d = (hit(f"{name}.py", 0.0, name=name) for name in "abcd")
+    files = [FileHit("a.py", 1.0, "source", "python", []), FileHit("b.py", -2.0, "source", "python", []),
+             FileHit("c.py", 3.0, "source", "python", [])]
+    hits = [a, b, c, d]  # c's file scored higher than b's, yet b ranks above it; d's file has no score
+    retrieval._show_relevance(hits, files, parse_query("what is a"))
+    assert [h.relevance for h in hits] == [file_probability(1.0), file_probability(-2.0),
+                                           file_probability(-2.0), file_probability(-2.0)]
+    assert 0.0 < hits[-1].relevance <= hits[0].relevance < 1.0
+    named = hit("z.py", 0.0, name="zeta")
+    named.exact = True
+    retrieval._show_relevance([named, a], files + [FileHit("z.py", -5.0, "source", "python", [])], parse_query("zeta"))
+    assert (named.relevance, a.relevance) == (1.0, file_probability(1.0))
 
 
 def test_table_prefixes_are_safe_and_distinct() -> None:

@@ -27,6 +27,7 @@ from codeqa.chat.chat_commands import Command, CommandError, Location
 from codeqa.indexing.create_tables import sql_in, sql_like_escape, sql_quote
 from codeqa.parsing.languages import CONSTRUCTOR_CALLS, DOC_KIND, VALUE_KINDS, file_role, language_for
 from codeqa.search.packing import Definition, FileText, Span
+from codeqa.search.overloads import group_rows
 from codeqa.core.records import FileParse, RepoInfo, SymbolInfo
 from codeqa.parsing.references import resolve_references
 from codeqa.search.symbol_index import SymbolIndex, load_symbol_index
@@ -39,6 +40,7 @@ LINE_CONTEXT = 20  # lines either side of a line outside any definition
 COMMAND_RANK = 100  # rank distance between commands (items of one command rank in between)
 ROW_COLUMNS = ["id", "kind", "name", "qualified_name", "file_path", "start_line", "end_line", "language",
                "signature", "parent", "references", "reference_count"]
+OVERLOAD_COLUMNS = ["language", "signature", "declaration", "signatures"]  # what grouping overloads reads
 INDEX_CACHE = 8  # repos whose symbol index stays in memory
 # How sure the indexer was that a use is a use of this definition; surer first.
 RESOLUTION_ORDER = {"qualified": 0, "self": 0, "unique": 1, "import": 1, "same_file": 2, "same_package": 3,
@@ -67,6 +69,7 @@ def source_of(row: dict, label: str) -> dict:
     return {"kind": row["kind"], "name": row["name"], "qualified_name": row["qualified_name"],
             "file_path": row["file_path"], "start_line": row["start_line"], "end_line": row["end_line"],
             "language": row["language"], "reference_count": row.get("reference_count") or 0,
+            "declaration": bool(row.get("declaration")), "signatures": list(row.get("signatures") or []),
             "references": [{k: r[k] for k in ("file_path", "line", "column", "text")}
                            for r in (row.get("references") or [])],
             "source": label}
@@ -121,13 +124,15 @@ class CommandResolver:
         return rows
 
     def definitions(self, repo: RepoInfo, name: str, columns: list[str] = ROW_COLUMNS) -> list[dict]:
-        """Rows defining `name`: exact qualified name, `….name`, or plain name; best first."""
+        """Rows defining `name`: exact qualified name, `….name`, or plain name; best first, one per
+        overload set (a declaration whose implementation is indexed gives way to it)."""
         wanted = name.replace("::", ".").replace("#", ".")
         where = (f"qualified_name = {sql_quote(wanted)} OR name = {sql_quote(wanted)} OR "
                  f"qualified_name LIKE {sql_quote('%.' + sql_like_escape(wanted))}")
-        rows = self.rows(repo, where, columns)
-        return sorted(rows, key=lambda r: (r["qualified_name"] != wanted, file_role(r["file_path"]) == "test",
-                                           -(r["reference_count"] or 0), r["file_path"], r["start_line"]))
+        rows = self.rows(repo, where, list(dict.fromkeys(columns + OVERLOAD_COLUMNS)))
+        return group_rows(sorted(rows, key=lambda r: (
+            r["qualified_name"] != wanted, file_role(r["file_path"]) == "test", bool(r["declaration"]),
+            -(r["reference_count"] or 0), r["file_path"], r["start_line"])))
 
     def file(self, repo: RepoInfo, path: str) -> FileText:
         """One indexed file: its lines from disk, its definitions from the index.

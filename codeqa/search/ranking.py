@@ -93,9 +93,10 @@ class FileHit:
     symbols: list["Hit"]
     features: dict[str, float] = field(default_factory=dict)
     definitions: list["Definition"] = field(default_factory=list)  # weighed, best first (the best files only)
+    relevance: float = 0.0  # what a reader is shown as its score (retrieval._show_relevance)
 
     def to_json(self) -> dict:
-        return {"path": self.path, "score": round(self.score, 6), "role": self.role, "language": self.language,
+        return {"path": self.path, "score": round(self.relevance, 4), "role": self.role, "language": self.language,
                 "symbols": [{"id": h.id, "kind": h.kind, "qualified_name": h.qualified_name,
                              "start_line": h.start_line, "end_line": h.end_line} for h in self.symbols]}
 
@@ -131,6 +132,14 @@ class LinearRanker:
         if unknown:
             raise ValueError(f"{path.name} weighs features search does not compute: {', '.join(sorted(unknown))}")
         return cls(weights=data["weights"], bias=data.get("bias", 0.0))
+
+
+def file_probability(score: float) -> float:
+    """The file model's score as the probability it models: that the file is one the answer
+    needs (a file the fix changed, on the eval it was trained on). It is a logistic regression,
+    so this is its own calibration, on its training items: a rough 0-1, comparable within and
+    between searches, not a promise."""
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, score))))
 
 
 @lru_cache(maxsize=1)

@@ -39,8 +39,10 @@ from codeqa.indexing.embeddings import get_embedder
 from codeqa.core.errors import CodeQAError, LLMUnavailable, is_valid_unicode, repo_path_prefix
 from codeqa.parsing.languages import (DOC_KIND, DOC_LANGUAGES, FILE_KIND, INDEXED_EXTENSIONS, LANGUAGES,
                                       OTHER_LANGUAGE, ROLES, TEXT_FORMATS)
+from codeqa.search.overloads import Signed, declared_names, group_declarations
 from codeqa.search.ranking import (DEFINITION_FILES, FileHit, LinearRanker, default_ranker, default_symbol_ranker,
-                     definition_features, hits_in_file_order, rank_definitions, rank_files)
+                     definition_features, file_probability, hits_in_file_order, rank_definitions,
+                     rank_files)
 
 if TYPE_CHECKING:
     from codeqa.llm.client import LLMClient
@@ -55,7 +57,8 @@ MAX_EXACT = 5  # rows an exact mention may lift to the top
 MAX_EXACT_ROWS = 50  # rows read per table to choose those from
 FTS_BOOSTS = [1.0, 2.0, 1.0]  # of create_tables.FTS_COLUMNS, in order
 SELECT = ["id", "kind", "name", "qualified_name", "file_path", "start_line", "end_line", "language",
-          "role", "signature", "doc", "code", "parent", "references", "reference_count"]
+          "role", "signature", "doc", "code", "parent", "references", "reference_count", "declaration",
+          "signatures"]
 FIRST_PASS = 5  # rows of each table, shown to HyDE step 2
 ANN_EF = 100  # HNSW search breadth where a table has a vector index (recall@30 0.99 on Django)
 # Tests restate the code they test; unless the question is about tests, they rank a bit lower.
@@ -68,7 +71,7 @@ DEFINITION_TABLES = create_tables.ROW_TABLES
 MAX_DEFINITIONS = 1_000  # rows read per table for the best files' definitions
 DEFINITION_CACHE_FILES = 1_000  # files whose light rows (~2 KB each) a retriever keeps for later searches
 DEFINITION_COLUMNS = ["id", "kind", "name", "qualified_name", "file_path", "start_line", "end_line", "language",
-                      "role", "reference_count", "search_text", "vector"]
+                      "role", "reference_count", "declaration", "search_text", "vector"]
 RRF_K = 60  # reciprocal-rank fusion of a report's query vectors (LanceDB's own constant)
 _TEST_WORDS = re.compile(r"\btests?\b|\bspecs?\b|pytest|unittest", re.IGNORECASE)
 
@@ -167,14 +170,20 @@ class Hit:
     score: float
     exact: bool = False
     role: str = "source"  # of its file (languages.ROLES), as stored with the row
+    relevance: float = 0.0  # what a reader is shown as its score: see `_show_relevance`
+    declaration: bool = False  # a signature only, with no implementation in the repository (overloads.py)
+    signatures: list[str] = field(default_factory=list)  # of an overload set, in source order
+
+    def signed(self) -> Signed:
+        return Signed(self.language, self.qualified_name, self.declaration, self.signature, self.signatures)
 
     def to_json(self) -> dict:
         return {
             "id": self.id, "kind": self.kind, "name": self.name, "qualified_name": self.qualified_name,
             "signature": self.signature,
             "file_path": self.file_path, "start_line": self.start_line, "end_line": self.end_line,
-            "language": self.language, "role": self.role, "score": round(self.score, 6),
-            "exact_match": self.exact,
+            "language": self.language, "role": self.role, "score": round(self.relevance, 4),
+            "exact_match": self.exact, "declaration": self.declaration, "signatures": self.signatures,
             "reference_count": self.reference_count,
             "references": [{k: r[k] for k in ("file_path", "line", "column", "text")} for r in self.references],
         }
@@ -222,6 +231,7 @@ _TRACE_LINE = re.compile(
 _ERROR_LINE = re.compile(
     r"^\s*(?:[\w.]*(?:Error|Exception|Warning|Panic)\b:?.{0,240}|(?:error|fatal|panic)(?:\[\w+\])?: .{0,240}"
     r"|thread '[^']*' panicked at .{0,240})$", re.M)
+_WHOLE_NAME = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#)[A-Za-z_$][\w$]*)*")
 MAX_PIECES = 3  # extra query vectors: the first code blocks and the error lines
 PIECE_CHARS = 1_000  # of each
 
@@ -235,6 +245,7 @@ class ParsedQuery:
     files: tuple[str, ...]  # file names or paths it mentions
     about_tests: bool = False  # the question is about tests: don't rank test files lower
     pieces: tuple[str, ...] = ()  # a report's code blocks and error lines, embedded on their own
+    whole_name: str = ""  # the query is this one name, qualified name or file name, and nothing else
 
     @cached_property
     def terms(self) -> list[str]:
@@ -252,6 +263,9 @@ def parse_query(text: str) -> ParsedQuery:
     """
     symbols: list[str] = []
     files: list[str] = []
+    whole_name = _whole_name(text)
+    if whole_name:  # `colordemo`: a plain word the patterns below would take for prose
+        (files if _FILE_MENTION.fullmatch(whole_name) else symbols).append(whole_name)
     for path, function in _PY_FRAME.findall(text):
         files.append(path)
         symbols.append(function)
@@ -271,7 +285,18 @@ def parse_query(text: str) -> ParsedQuery:
     semantic = prose if len(prose) <= EMBED_QUERY_CHARS else (
         prose[:EMBED_QUERY_CHARS].rsplit("\n", 1)[0] + "\n" + " ".join(symbols[:40]))
     return ParsedQuery(text, semantic, " ".join(keywords), tuple(symbols[:20]), tuple(files[:10]),
-                       bool(_TEST_WORDS.search(text)), pieces)
+                       bool(_TEST_WORDS.search(text)), pieces, whole_name)
+
+
+def _whole_name(text: str) -> str:
+    """The query itself when it is one name (`colordemo`, `Context.invoke`, `Foo::bar`) or one
+    file name or path (`view.js`, `src/view.js`), backticks allowed; else ""."""
+    stripped = text.strip().strip("`").strip()
+    if _WHOLE_NAME.fullmatch(stripped):
+        return stripped.replace("::", ".").replace("#", ".")
+    if _FILE_MENTION.fullmatch(stripped):
+        return stripped.replace("\\", "/").lstrip("./")
+    return ""
 
 
 def split_report(text: str) -> tuple[str, tuple[str, ...]]:
@@ -466,6 +491,7 @@ class Retriever:
         with stages.time("exact"):
             pool = _exact_first(parsed, pool, [_hit(row, kind) for kind, rows in
                                                zip(create_tables.ROW_TABLES, named) for row in rows.result()])
+            pool = self._group_overloads(repo, pool, options)
         report("search", "done", stages.timings["search"] + stages.timings["exact"], f"{len(pool)} candidates")
         hits, rerank = self._rerank(parsed, pool, options, stages, notices, report)
         with stages.time("files"):
@@ -475,11 +501,13 @@ class Retriever:
             with stages.time("definitions"):
                 self._rank_definitions(repo, candidates[:min(options.k, DEFINITION_FILES)], hits, parsed,
                                        question_vector)
-        hits = hits_in_file_order(hits, candidates[:options.k])
+        hits, candidates = _whole_name_first(parsed, hits_in_file_order(hits, candidates[:options.k]), candidates)
+        hits = self._group_overloads(repo, hits, options)[:options.k]
+        _show_relevance(hits, candidates, parsed)
         stages.timings["total"] = (time.perf_counter() - started) * 1000
         return SearchResult(id=query_id or uuid.uuid4().hex[:12], query=text,
                             expanded_query=search_text.text if hyde["used"] else "",
-                            results=hits[:options.k], timings_ms=stages.timings, rerank=rerank,
+                            results=hits, timings_ms=stages.timings, rerank=rerank,
                             hyde=hyde, notices=notices, files=candidates[:options.k], file_candidates=candidates)
 
     # HyDE ---------------------------------------------------------------------------------------
@@ -674,12 +702,39 @@ class Retriever:
         report("rerank", "done", stages.timings["rerank"], "")
         return exact + reranked + rest, {"used": True, "reason": reranker.status().reason}
 
+    def _group_overloads(self, repo, hits: list[Hit], options: SearchOptions) -> list[Hit]:
+        """Each declaration with an implementation in the repository gives its place to that
+        implementation (`overloads.py`): a header's prototype to the `.c` function, an in-class
+        declaration to the out-of-class definition. The implementation keeps the declaration's
+        score and exactness, so the evidence lands on the file that holds the code."""
+        names = declared_names([hit.signed() for hit in hits])
+        if not names:
+            return hits
+        where = f"{create_tables.sql_in('qualified_name', names)} AND NOT declaration"
+        extra = _where(options)
+        where += f" AND {extra}" if extra else ""
+        found = [_hit({**row, "_score_value": 0.0}, kind) for kind in ("methods", "classes")
+                 for row in self._table(repo, kind).search().where(where).select(SELECT)
+                 .limit(MAX_EXACT_ROWS).to_list()]
+        found.sort(key=lambda hit: (hit.role == "test", hit.file_path, hit.start_line))
+        everything = hits + found
+        grouped = []
+        for place in group_declarations([hit.signed() for hit in hits], [hit.signed() for hit in found]):
+            hit, first = everything[place.index], hits[place.at]
+            hit.score, hit.exact = max(hit.score, first.score), hit.exact or first.exact
+            if place.signatures is not None:
+                hit.signatures = place.signatures
+            grouped.append(hit)
+        return grouped
+
     def _exact_rows(self, repo, kind: str, parsed: ParsedQuery, options: SearchOptions) -> list[dict]:
         """Rows of one table that the question names: definitions by name from the definition
         tables, and each named file as its `file` row (the whole file) from the modules table."""
         if kind == "modules":
             clauses = [f"file_path = {sql_quote(path)} OR file_path LIKE {sql_quote('%/' + sql_like_escape(path))}"
                        for path in parsed.files]
+            if parsed.whole_name and parsed.whole_name not in parsed.files and "." not in parsed.whole_name:
+                clauses.append(f"name LIKE {sql_quote(sql_like_escape(parsed.whole_name) + '.%')}")  # `view`: view.js
             where = f"kind = '{FILE_KIND}' AND ({' OR '.join(clauses)})" if clauses else ""
         elif parsed.symbols:
             names = ", ".join(sql_quote(s) for s in parsed.symbols)
@@ -694,6 +749,9 @@ class Retriever:
         if extra:
             where += f" AND {extra}"
         rows = self._table(repo, kind).search().where(where).select(SELECT).limit(MAX_EXACT_ROWS).to_list()
+        if kind == "modules":  # `view.%` also matched view.test.js: a file stem must be the whole name
+            rows = [row for row in rows if any(_names_file(row["file_path"], name)
+                                               for name in parsed.files + (parsed.whole_name,) if name)]
         for row in rows:
             row["_score_value"] = 0.0
         return rows
@@ -721,6 +779,52 @@ def _exact_first(parsed: ParsedQuery, hits: list[Hit], exact: list[Hit]) -> list
     return lifted + [h for h in hits if h.id not in lifted_ids]
 
 
+def _names_file(path: str, name: str) -> bool:
+    """`name` is the file's path, a tail of it (`src/view.js`, `view.js`), or its stem (`view`)."""
+    base = path.rsplit("/", 1)[-1]
+    return path == name or path.endswith("/" + name) or ("." not in name and base.rsplit(".", 1)[0] == name)
+
+
+def _named_by_whole(hit: Hit, whole_name: str) -> bool:
+    """The query, being exactly one name, names this hit: its definition or its file."""
+    if hit.table == "modules":
+        return hit.kind == FILE_KIND and _names_file(hit.file_path, whole_name)
+    return _row_names({"qualified_name": hit.qualified_name, "name": hit.name}, whole_name)
+
+
+def _whole_name_first(parsed: ParsedQuery, hits: list[Hit], files: list[FileHit]) -> tuple[list[Hit], list[FileHit]]:
+    """A query that is exactly a name (`colordemo`, `Context.invoke`, `view.js`, `view`) puts
+    what it names first, source before tests, whatever the rest of the evidence says; their
+    files lead the file list likewise. Any other query is left as ranked."""
+    if not parsed.whole_name:
+        return hits, files
+    named = sorted((i for i, hit in enumerate(hits) if hit.exact and _named_by_whole(hit, parsed.whole_name)),
+                   key=lambda i: (hits[i].role == "test", hits[i].table == "modules", i))
+    if not named:
+        return hits, files
+    first = [hits[i] for i in named]
+    chosen = {hit.id for hit in first}
+    paths = list(dict.fromkeys(hit.file_path for hit in first))
+    ahead = sorted((f for f in files if f.path in paths), key=lambda f: paths.index(f.path))
+    return first + [h for h in hits if h.id not in chosen], ahead + [f for f in files if f.path not in paths]
+
+
+def _show_relevance(hits: list[Hit], files: list[FileHit], parsed: ParsedQuery) -> None:
+    """The score a reader sees (`Hit.relevance`, `FileHit.relevance`): the file model's
+    estimate that the result's file is one the answer needs (`ranking.file_probability`),
+    1.0 for what a query that is exactly a name names, and never more than the score of the
+    result above it, so the scores read down a list as its order does."""
+    chance = {file.path: file_probability(file.score) for file in files}
+    certain = {hit.id for hit in hits if parsed.whole_name and hit.exact and _named_by_whole(hit, parsed.whole_name)}
+    ceiling = 1.0
+    for hit in hits:
+        hit.relevance = ceiling = min(ceiling, 1.0 if hit.id in certain else chance.get(hit.file_path, ceiling))
+    certain_files = {hit.file_path for hit in hits if hit.id in certain}
+    ceiling = 1.0
+    for file in files:
+        file.relevance = ceiling = min(ceiling, 1.0 if file.path in certain_files else chance[file.path])
+
+
 def _row_names(row: dict, name: str) -> bool:
     return row["qualified_name"] == name or row["name"] == name or (
         "." in name and row["qualified_name"].endswith("." + name.split(".", 1)[-1])
@@ -738,7 +842,8 @@ def _hit(row: dict, table: str) -> Hit:
                start_line=row["start_line"], end_line=row["end_line"], language=row["language"],
                role=row["role"], signature=row["signature"] or "", doc=row["doc"] or "", code=row["code"] or "",
                parent=row["parent"], references=list(row["references"] or []),
-               reference_count=row["reference_count"] or 0, score=row["_score_value"])
+               reference_count=row["reference_count"] or 0, score=row["_score_value"],
+               declaration=bool(row.get("declaration")), signatures=list(row.get("signatures") or []))
 
 
 def _rank(hits: list[Hit], about_tests: bool) -> list[Hit]:

@@ -132,8 +132,9 @@ function formatMs(ms) {
   return ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`;
 }
 
+// A search result's relevance, 0 to 1 (docs/retrieval.md): non-increasing down the list.
 function formatScore(score) {
-  return typeof score === "number" ? score.toPrecision(3) : "";
+  return typeof score === "number" ? score.toFixed(2) : "";
 }
 
 function lineRange(start, end) {
@@ -796,7 +797,11 @@ function sourceItem(hit) {
       { class: "source-top" },
       h("span", { class: `kind kind-${String(hit.kind || "").replace(/\W/g, "")}`, text: hit.kind || "code" }),
       hit.exact_match ? h("span", { class: "badge badge-exact", text: "exact name" }) : null,
-      h("span", { class: "score", title: "Retrieval score", text: formatScore(hit.score) }),
+      h("span", {
+        class: "score",
+        title: "Relevance 0-1: how likely this result's file is one the answer needs (1.00: the query is its name)",
+        text: formatScore(hit.score),
+      }),
     ),
     h("span", { class: "source-name", text: shown(hit.qualified_name || hit.name) }),
     h("span", { class: "source-path", text: range }),
