@@ -1,0 +1,191 @@
+"""How-it-works eval: index each repository at its pinned commit, search with CodeQA, score
+files beside whole-file BM25 from the same run.
+
+    python eval/howto/run.py --split test                  # every test repository, smallest first
+    python eval/howto/run.py --repos cli/cli --limit 5
+    python eval/howto/run.py --split test --max-repos 6    # the 6 smallest test repositories
+
+Indexing and snapshots are the realistic eval's (eval/realistic/snapshots.py): one snapshot per
+(repository, commit) in the cache (`$CODEQA_EVAL_CACHE`), so a rerun only searches. CodeQA's
+file ranking is the search's own `files` list (as in eval/realistic/run.py); the baselines are
+eval/realistic/baseline.py's `bm25-files` (whole files, docs included) and `bm25-code` (source
+languages only). Metrics over files: NDCG@10 (binary relevance, every gold file relevant) and
+hit@5. The table goes to stdout and `--results` (eval/howto/results.md holds the recorded run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parents[1]))
+os.environ.setdefault("LANCEDB_LOG", "error")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from codeqa.core.config import Settings  # noqa: E402
+
+from howto.items import Item, load_items  # noqa: E402
+from realistic.baseline import BASELINES, WholeFileBM25  # noqa: E402
+from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror, git  # noqa: E402
+from realistic.run import SEARCH_DEFAULTS, main_commit, result_files  # noqa: E402
+from realistic.snapshots import Snapshot, SnapshotStore  # noqa: E402
+
+K = 10
+METRICS = ("ndcg@10", "hit@5", "mrr@10")
+
+
+def ndcg(gold: list[str], ranked: list[str], k: int = K) -> float:
+    """Binary-relevance NDCG@k over files: every gold file has gain 1."""
+    wanted = set(gold)
+    dcg = sum(1.0 / math.log2(rank + 2) for rank, path in enumerate(ranked[:k]) if path in wanted)
+    ideal = sum(1.0 / math.log2(rank + 2) for rank in range(min(len(wanted), k)))
+    return dcg / ideal if ideal else 0.0
+
+
+def score(gold: list[str], ranked: list[str]) -> dict:
+    first = next((rank for rank, path in enumerate(ranked[:K], 1) if path in set(gold)), None)
+    return {"ndcg@10": ndcg(gold, ranked), "hit@5": float(first is not None and first <= 5),
+            "mrr@10": 1.0 / first if first else 0.0, "first_gold_rank": first}
+
+
+def source_bytes(corpus: Corpus, repo: str, commit: str) -> int:
+    """Bytes of a repository's tree at a commit: the order repositories are run in."""
+    listing = git(corpus.git_dir(repo), "ls-tree", "-r", "-l", commit)
+    return sum(int(line.split()[3]) for line in listing.splitlines() if line.split()[3].isdigit())
+
+
+def ensure_snapshot(corpus: Corpus, store: SnapshotStore, base: Settings, repo: str, commit: str) -> Snapshot:
+    snapshot = store.load(repo, commit)
+    if snapshot is None:
+        corpus.fetch(repo, [commit])
+        root = corpus.checkout(repo, commit)
+        started = time.perf_counter()
+        snapshot = store.index(repo, commit, root, base)
+        print(f"  indexed {repo}@{commit[:12]}: {time.perf_counter() - started:.0f} s, "
+              f"{snapshot.report.get('embedded', 0)} texts embedded", file=sys.stderr, flush=True)
+    return snapshot
+
+
+def run_repo(store: SnapshotStore, base: Settings, snapshot: Snapshot, items: list[Item]) -> dict[str, list[dict]]:
+    """CodeQA and the baselines on one repository's items."""
+    from codeqa.search.retrieval import Retriever, SearchOptions
+
+    rows: dict[str, list[dict]] = {"codeqa": [], **{b: [] for b in BASELINES}}
+    indexed = {f.path for f in snapshot.files}
+    texts = store.texts(snapshot.repo)
+    try:
+        baseline = WholeFileBM25(texts)
+        retriever = Retriever(snapshot.settings(base))
+        for item in items:
+            common = {"id": item.id, "repo": item.repo, "language": item.language, "split": item.split,
+                      "source": item.source, "kind": item.kind, "gold": item.gold_paths,
+                      "gold_not_indexed": [p for p in item.gold_paths if p not in indexed]}
+            for name, code_only in BASELINES.items():
+                files = baseline.rank_files(snapshot, item.query, code_only)
+                rows[name].append({**common, **score(item.gold_paths, files), "top_files": files[:K]})
+            started = time.perf_counter()
+            result = retriever.search(snapshot.index_name, item.query, SearchOptions(**SEARCH_DEFAULTS))
+            files = result_files(result)
+            rows["codeqa"].append({**common, **score(item.gold_paths, files), "top_files": files[:K],
+                                   "ms": round((time.perf_counter() - started) * 1000, 1)})
+    finally:
+        texts.close()
+    return rows
+
+
+def table(results: dict[str, list[dict]]) -> str:
+    """One row per group: n, then each config's NDCG@10 and hit@5."""
+    configs = list(results)
+    rows = results["codeqa"]
+    groups: list[tuple[str, callable]] = [("**all**", lambda r: True)]
+    groups += [(f"language · {v}", lambda r, v=v: r["language"] == v) for v in sorted({r["language"] for r in rows})]
+    groups += [(f"source · {v}", lambda r, v=v: r["source"] == v) for v in sorted({r["source"] for r in rows})]
+    groups += [(f"kind · {v}", lambda r, v=v: r["kind"] == v) for v in sorted({r["kind"] for r in rows})]
+    groups += [(f"repo · {v}", lambda r, v=v: r["repo"] == v) for v in dict.fromkeys(r["repo"] for r in rows)]
+    header = ["group", "n"] + [f"{c} {m}" for c in configs for m in ("NDCG@10", "hit@5")]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for label, keep in groups:
+        n = sum(keep(r) for r in rows)
+        if not n:
+            continue
+        cells = [label, str(n)]
+        for config in configs:
+            chosen = [r for r in results[config] if keep(r)]
+            cells += [f"{statistics.fmean(r['ndcg@10'] for r in chosen):.3f}",
+                      f"{statistics.fmean(r['hit@5'] for r in chosen):.3f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=["train", "test", "all"], default="test")
+    parser.add_argument("--repos", nargs="+", metavar="OWNER/NAME")
+    parser.add_argument("--max-repos", type=int, help="only the N smallest repositories of the selection")
+    parser.add_argument("--limit", type=int, help="at most N items per repository")
+    parser.add_argument("--cache", type=Path, help="default: $CODEQA_EVAL_CACHE or ~/.cache/codeqa-eval")
+    parser.add_argument("--mirror", type=Path, help="local bare mirrors at DIR/<owner>+<name>/repo")
+    parser.add_argument("--results", type=Path, help="markdown table (default: <cache>/results/howto-last-run.md)")
+    parser.add_argument("--json", type=Path, help="per-item rows (default: <cache>/results/howto-last-run.json)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    items = [i for i in load_items() if (args.split == "all" or i.split == args.split)
+             and (not args.repos or i.repo in args.repos)]
+    if not items:
+        print("error: no item matches", file=sys.stderr)
+        return 1
+    cache = args.cache or default_cache()
+    corpus, store, base = Corpus(cache, args.mirror or default_mirror()), SnapshotStore(cache), Settings.from_env()
+    by_repo: dict[tuple[str, str], list[Item]] = defaultdict(list)
+    for item in items:
+        by_repo[(item.repo, item.commit)].append(item)
+    try:
+        order = sorted(by_repo, key=lambda key: source_bytes(corpus, *key))
+    except CorpusError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.max_repos:
+        order = order[:args.max_repos]
+    results: dict[str, list[dict]] = defaultdict(list)
+    markdown = args.results or cache / "results" / "howto-last-run.md"
+    dump = args.json or cache / "results" / "howto-last-run.json"
+    for path in (markdown, dump):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    for repo, commit in order:
+        chosen = by_repo[(repo, commit)][:args.limit] if args.limit else by_repo[(repo, commit)]
+        try:
+            snapshot = ensure_snapshot(corpus, store, base, repo, commit)
+        except CorpusError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        for config, rows in run_repo(store, base, snapshot, chosen).items():
+            results[config] += rows
+        text = (f"How-it-works eval: {len(results['codeqa'])} items from "
+                f"{len({r['repo'] for r in results['codeqa']})} repositories ({args.split} split); CodeQA at "
+                f"{main_commit()}; k = {K}; the baselines ran in the same run. Definitions: eval/howto/README.md.\n\n"
+                + table(results) + "\n\n"
+                + f"- items with a gold file CodeQA did not index: "
+                  f"{sum(bool(r['gold_not_indexed']) for r in results['codeqa'])}\n"
+                + f"- CodeQA median search: {statistics.median(r['ms'] for r in results['codeqa']):.0f} ms\n")
+        markdown.write_text(text, encoding="utf-8")  # after each repository: a cut run keeps what it did
+        dump.write_text(json.dumps(results, indent=1), encoding="utf-8")
+        print(f"{repo}: {len(chosen)} items searched", file=sys.stderr, flush=True)
+    print(text)
+    print(f"table: {markdown}; per-item rows: {dump}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
