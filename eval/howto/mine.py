@@ -47,7 +47,7 @@ ARCHITECTURE_GLOBS = ("ARCHITECTURE.md", "*/ARCHITECTURE.md", "docs/architecture
                       "docs/html/development/architecture/*", "developers.md", "docs/design*", "DOCS/tech-overview.txt",
                       "docs/project-layout.md", "CONTRIBUTING.md", ".github/contributing.md", ".github/CONTRIBUTING.md")
 NOT_FOLDER_README = re.compile(r"(^|/)(tests?|testing|examples?|samples?|docs?|benchmarks?|bench|vendor|third_party|"
-                               r"_?vendor(ed)?|deps|node_modules|fixtures?|acceptance|e2e|integration|\.github|npm|runtime|book)/", re.IGNORECASE)
+                               r"_?vendor(ed)?|cextern|extern|deps|node_modules|fixtures?|acceptance|e2e|integration|testsuite[\w-]*|website|\.github|npm|runtime|book)/", re.IGNORECASE)
 
 CONTRIBUTING = re.compile(r"contributing", re.IGNORECASE)
 # Documents that list names without describing parts: deprecation lists, changelogs, release notes.

@@ -163,7 +163,7 @@ def is_code_name(mention: Mention, tree: Tree, doc_dir: str) -> bool:
     if tree.resolve(name, doc_dir)[1] in ("not source", "directory without entry file", "ambiguous file name",
                                           "ambiguous stem", "ambiguous path", "ambiguous module", "ambiguous directory"):
         return True
-    return bool(re.search(rf"\.(?:{_EXT})$", name) or ("/" in name and " " not in name))
+    return bool(re.search(rf"\.(?:{_EXT})$", name) or ("/" in mention.name.strip("`") and " " not in name))
 
 
 def mask(text: str, mentions: list[Mention], masked: set[int], gold: list[str]) -> str:

@@ -12,7 +12,11 @@ failing that to a sibling file named like it (Rust's `foo.rs` beside `foo/`, Rub
 `foo.rb` beside `foo/`). A directory with neither resolves to nothing (its files are not
 guessed).
 
-A bare name (no path, no extension) is read as a file stem or folder name only where
+A bare name (no path, no extension) is read as a file stem or folder name only when it is
+shaped like an identifier (`js_parser`, `helix-core`, `Lexer`, `createSlice`), not a plain
+lowercase word (`block` in "the core, block and inline chains" is not `rules_core/block.ts`);
+a plain word still counts as the head of a qualified name (`bundler.ScanBundle()`,
+`pickers.new`). And only where
 `stems` is allowed: contributing guides name tools and packages (`esbuild`, `vite`) as often as
 files, so there only paths, file names and module paths count.
 """
@@ -45,6 +49,7 @@ GENERIC_STEMS = frozenset({"main", "mod", "lib", "index", "init", "__init__", "u
                            "errors", "helpers", "internal", "options", "setup", "default", "data", "doc"})
 FILE_SUFFIXES = frozenset(languages.SOURCE_EXTENSIONS) | {".md", ".json", ".toml", ".yaml", ".yml", ".txt"}
 VENDORED_SEGMENT = re.compile(r"(^|/)_?vendor(ed)?/", re.IGNORECASE)
+PLAIN_WORD = re.compile(r"[a-z]+")
 MIN_STEM = 4  # shorter bare names (`org`, `foo`) are too often something else
 _MODULE_SEPARATORS = re.compile(r"::|\.|/|\\")
 
@@ -105,7 +110,8 @@ class Tree:
     def resolve(self, name: str, doc_dir: str = "", stems: bool = True) -> tuple[list[str], str]:
         """The source files `name` means and how it was read (`path`, `dir`, `file name`,
         `module`, `stem`), or ([], why not)."""
-        raw = name.strip().strip("`'\"").rstrip("/").rstrip(":,;")
+        folder = name.strip().strip("`'\"").rstrip(":,;").endswith("/")  # `operations/`: a folder, said so
+        raw = name.strip().strip("`'\"").rstrip(":,;").rstrip("/")
         raw = re.sub(r"\(.*\)$", "", raw)  # a call: `bundler.ScanBundle()`
         raw = raw.split("#", 1)[0].split("?", 1)[0]
         if not raw or len(raw) > 200 or " " in raw:
@@ -129,7 +135,9 @@ class Tree:
         module = self._module(raw)
         if module[0] or not stems:
             return module
-        return self._stem(raw)
+        if PLAIN_WORD.fullmatch(raw) and not folder:
+            return [], "plain word"  # `block`, `list`, `comment`: a word of the prose as often as a file
+        return self._stem(raw, folder)
 
     def _path_forms(self, raw: str, doc_dir: str) -> list[str]:
         forms = []
@@ -171,14 +179,14 @@ class Tree:
                 return [], "ambiguous module"
         return self._stem(parts[0]) if normalize(parts[0]) not in GENERIC_STEMS else ([], "generic name")
 
-    def _stem(self, raw: str) -> tuple[list[str], str]:
+    def _stem(self, raw: str, folder: bool = False) -> tuple[list[str], str]:
         """An identifier spelled exactly like one source file's stem (`js_parser`, `Lexer`), or
         like one source folder's name (`helix-core`; `_` and `-` count as equal). Case counts:
         `Rope` is a type, not `rope.rs`."""
         key = normalize(raw)
         if not key or key in GENERIC_STEMS or len(key) < MIN_STEM:
             return [], "generic name"
-        files = [p for p in self._by_stem.get(key, []) if PurePosixPath(p).stem == raw]
+        files = [] if folder else [p for p in self._by_stem.get(key, []) if PurePosixPath(p).stem == raw]
         if len(files) == 1:
             return files, "stem"
         if len(files) > 1:

@@ -4,6 +4,7 @@ files beside whole-file BM25 from the same run.
     python eval/howto/run.py --split test                  # every test repository, smallest first
     python eval/howto/run.py --repos cli/cli --limit 5
     python eval/howto/run.py --split test --max-repos 6    # the 6 smallest test repositories
+    python eval/howto/run.py --split test --indexed-only   # search the snapshots there are, index nothing
 
 Indexing and snapshots are the realistic eval's (eval/realistic/snapshots.py): one snapshot per
 (repository, commit) in the cache (`$CODEQA_EVAL_CACHE`), so a rerun only searches. CodeQA's
@@ -132,6 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--repos", nargs="+", metavar="OWNER/NAME")
     parser.add_argument("--max-repos", type=int, help="only the N smallest repositories of the selection")
     parser.add_argument("--limit", type=int, help="at most N items per repository")
+    parser.add_argument("--indexed-only", action="store_true",
+                        help="only repositories that already have a snapshot at their commit: search, index nothing")
     parser.add_argument("--cache", type=Path, help="default: $CODEQA_EVAL_CACHE or ~/.cache/codeqa-eval")
     parser.add_argument("--mirror", type=Path, help="local bare mirrors at DIR/<owner>+<name>/repo")
     parser.add_argument("--results", type=Path, help="markdown table (default: <cache>/results/howto-last-run.md)")
@@ -156,8 +159,13 @@ def main(argv: list[str] | None = None) -> int:
     except CorpusError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    if args.indexed_only:
+        order = [key for key in order if store.load(*key) is not None]
     if args.max_repos:
         order = order[:args.max_repos]
+    if not order:
+        print("error: no repository to run", file=sys.stderr)
+        return 1
     results: dict[str, list[dict]] = defaultdict(list)
     markdown = args.results or cache / "results" / "howto-last-run.md"
     dump = args.json or cache / "results" / "howto-last-run.json"

@@ -36,9 +36,12 @@ TREE = Tree([
     ("bundler.ScanBundle()", "", ["internal/bundler/bundler.go"], "stem"),
     ("internal/js_parser", "", ["internal/js_parser/js_parser.go"], "dir"),  # folder → {name}.go
     ("js_parser", "", ["internal/js_parser/js_parser.go"], "stem"),
+    ("selection.Range", "", ["helix-core/src/selection.rs"], "stem"),  # a plain word heading a qualified name
     ("helix-core", "", ["helix-core/src/lib.rs"], "dir"),  # a crate → src/lib.rs
     ("helix_core::selection", "", ["helix-core/src/selection.rs"], "module"),
     ("src/features", "", ["src/features/mod.rs"], "dir"),
+    ("features/", "", ["src/features/mod.rs"], "dir"),  # a plain word with a slash is a folder
+    ("js_parser/", "", ["internal/js_parser/js_parser.go"], "dir"),  # … and never the file of that stem
     ("pip._internal.cli", "", ["src/pip/_internal/cli/__init__.py"], "module"),
     ("pip._internal.cli.main", "", ["src/pip/_internal/cli/main.py"], "module"),
     ("Lexer", "", ["lib/PhpParser/Lexer.php"], "stem"),
@@ -55,8 +58,10 @@ def test_names_resolve_to_the_files_they_mean(name: str, doc_dir: str, files: li
     ("Node.js", "no such file"),  # a file name that is not in the tree never falls back to a stem
     ("tools", "directory without entry file"),  # a folder with no entry file is not guessed
     ("internal/bundler/bundler_test.go", "not source"),
-    ("requests", "no such file"),  # vendored code is never gold
-    ("org", "generic name"),  # too short to be read as a stem
+    ("src/pip/_vendor/requests/__init__.py", "not source"),  # vendored code is never gold
+    ("org", "plain word"),
+    ("selection", "plain word"),  # a plain lowercase word is prose, not `selection.rs`
+    ("Org", "generic name"),  # too short to be read as a stem
 ])
 def test_names_that_do_not_resolve_say_why(name: str, why: str) -> None:
     assert TREE.resolve(name) == ([], why)
