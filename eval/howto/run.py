@@ -38,7 +38,7 @@ from howto.items import Item, load_items  # noqa: E402
 from realistic.baseline import BASELINES, WholeFileBM25  # noqa: E402
 from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror, git  # noqa: E402
 from realistic.run import SEARCH_DEFAULTS, main_commit, result_files  # noqa: E402
-from realistic.snapshots import Snapshot, SnapshotStore  # noqa: E402
+from realistic.snapshots import IndexedFile, Snapshot, SnapshotStore  # noqa: E402
 
 K = 10
 METRICS = ("ndcg@10", "hit@5", "mrr@10")
@@ -76,6 +76,37 @@ def ensure_snapshot(corpus: Corpus, store: SnapshotStore, base: Settings, repo: 
     return snapshot
 
 
+def walked_snapshot(corpus: Corpus, store: SnapshotStore, base: Settings, repo: str, commit: str) -> Snapshot:
+    """The files CodeQA would index at a commit, without indexing them: enough for the baselines."""
+    from codeqa.indexing.repo_files import walk_repo
+
+    root = corpus.checkout(repo, commit)
+    sources = walk_repo(root, base.max_file_bytes).read_all()
+    texts = store.texts(repo)
+    try:
+        texts.add(sources)
+    finally:
+        texts.close()
+    return Snapshot(repo, commit, Path(), [IndexedFile(f.path, f.sha256, f.language) for f in sources], {})
+
+
+def run_baselines(store: SnapshotStore, snapshot: Snapshot, items: list[Item]) -> dict[str, list[dict]]:
+    """The baselines alone on one repository's items (`--bm25-only`)."""
+    rows: dict[str, list[dict]] = {b: [] for b in BASELINES}
+    texts = store.texts(snapshot.repo)
+    try:
+        baseline = WholeFileBM25(texts)
+        for item in items:
+            common = {"id": item.id, "repo": item.repo, "language": item.language, "split": item.split,
+                      "source": item.source, "kind": item.kind, "gold": item.gold_paths}
+            for name, code_only in BASELINES.items():
+                files = baseline.rank_files(snapshot, item.query, code_only)
+                rows[name].append({**common, **score(item.gold_paths, files), "top_files": files[:K]})
+    finally:
+        texts.close()
+    return rows
+
+
 def run_repo(store: SnapshotStore, base: Settings, snapshot: Snapshot, items: list[Item]) -> dict[str, list[dict]]:
     """CodeQA and the baselines on one repository's items."""
     from codeqa.search.retrieval import Retriever, SearchOptions
@@ -106,7 +137,7 @@ def run_repo(store: SnapshotStore, base: Settings, snapshot: Snapshot, items: li
 def table(results: dict[str, list[dict]]) -> str:
     """One row per group: n, then each config's NDCG@10 and hit@5."""
     configs = list(results)
-    rows = results["codeqa"]
+    rows = results[configs[0]]
     groups: list[tuple[str, callable]] = [("**all**", lambda r: True)]
     groups += [(f"language · {v}", lambda r, v=v: r["language"] == v) for v in sorted({r["language"] for r in rows})]
     groups += [(f"source · {v}", lambda r, v=v: r["source"] == v) for v in sorted({r["source"] for r in rows})]
@@ -133,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--repos", nargs="+", metavar="OWNER/NAME")
     parser.add_argument("--max-repos", type=int, help="only the N smallest repositories of the selection")
     parser.add_argument("--limit", type=int, help="at most N items per repository")
+    parser.add_argument("--bm25-only", action="store_true",
+                        help="the baselines alone, on the files CodeQA would index (no index, no CodeQA): "
+                             "how hard each repository is for plain BM25, in minutes")
     parser.add_argument("--indexed-only", action="store_true",
                         help="only repositories that already have a snapshot at their commit: search, index nothing")
     parser.add_argument("--cache", type=Path, help="default: $CODEQA_EVAL_CACHE or ~/.cache/codeqa-eval")
@@ -174,19 +208,24 @@ def main(argv: list[str] | None = None) -> int:
     for repo, commit in order:
         chosen = by_repo[(repo, commit)][:args.limit] if args.limit else by_repo[(repo, commit)]
         try:
-            snapshot = ensure_snapshot(corpus, store, base, repo, commit)
+            if args.bm25_only:
+                found = run_baselines(store, walked_snapshot(corpus, store, base, repo, commit), chosen)
+            else:
+                found = run_repo(store, base, ensure_snapshot(corpus, store, base, repo, commit), chosen)
         except CorpusError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-        for config, rows in run_repo(store, base, snapshot, chosen).items():
+        for config, rows in found.items():
             results[config] += rows
-        text = (f"How-it-works eval: {len(results['codeqa'])} items from "
-                f"{len({r['repo'] for r in results['codeqa']})} repositories ({args.split} split); CodeQA at "
-                f"{main_commit()}; k = {K}; the baselines ran in the same run. Definitions: eval/howto/README.md.\n\n"
-                + table(results) + "\n\n"
-                + f"- items with a gold file CodeQA did not index: "
-                  f"{sum(bool(r['gold_not_indexed']) for r in results['codeqa'])}\n"
-                + f"- CodeQA median search: {statistics.median(r['ms'] for r in results['codeqa']):.0f} ms\n")
+        first = next(iter(results.values()))
+        text = (f"How-it-works eval: {len(first)} items from {len({r['repo'] for r in first})} repositories "
+                f"({args.split} split); CodeQA at {main_commit()}; k = {K}; "
+                + ("baselines only (--bm25-only). " if args.bm25_only else "the baselines ran in the same run. ")
+                + "Definitions: eval/howto/README.md.\n\n" + table(results) + "\n")
+        if not args.bm25_only:
+            text += (f"\n- items with a gold file CodeQA did not index: "
+                     f"{sum(bool(r['gold_not_indexed']) for r in results['codeqa'])}\n"
+                     f"- CodeQA median search: {statistics.median(r['ms'] for r in results['codeqa']):.0f} ms\n")
         markdown.write_text(text, encoding="utf-8")  # after each repository: a cut run keeps what it did
         dump.write_text(json.dumps(results, indent=1), encoding="utf-8")
         print(f"{repo}: {len(chosen)} items searched", file=sys.stderr, flush=True)
