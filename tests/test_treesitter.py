@@ -391,7 +391,7 @@ def test_typescript_references() -> None:
         ("Rule", "type", None, 24),
         ("Price", "type", None, 33),
         ("DiscountPricer", "new", None, 58),
-        ("addRule", "call", None, 58),
+        ("addRule", "call", "DiscountPricer()", 58),  # on `new DiscountPricer(0)`: what it makes
         ("percentOff", "call", None, 58),
         ("clamp", "call", None, 35),
         ("max", "call", "Math", 50),
@@ -409,7 +409,7 @@ def test_tsx_file_uses_tsx_grammar() -> None:
         ("function", "formatAmount", 19, 20),
     }
     assert {("PriceTagProps", "type", None, 10), ("Element", "type", "JSX", 10),
-            ("apply", "call", None, 11), ("formatAmount", "call", None, 14)} <= refs(parsed)
+            ("apply", "call", "demoPricer()", 11), ("formatAmount", "call", None, 14)} <= refs(parsed)
     assert parsed.imports == ["react", "./pricing"]
     assert parsed.imported_names == ["React", "Currency", "Price", "demoPricer"]
     as_plain_ts = parse_source((REPO / "web/ts/PriceTag.tsx").read_text(), "typescript", "x.ts")

@@ -15,13 +15,17 @@ from functools import cached_property
 from typing import Any
 
 
+# The qualifier of a member call on an unnamed receiver (`f(x).m()`, `a[0].m()`): not a bare call.
+EXPRESSION_QUALIFIER = "()"
+
+
 @dataclass(frozen=True)
 class Reference:
     """A use of a name, as the parser found it: a call, an instantiation or a type use."""
 
     name: str
     kind: str  # call | new | type
-    qualifier: str | None  # `obj` of `obj.m()`, `Foo` of `Foo::new()`; None when bare
+    qualifier: str | None  # `obj` of `obj.m()`, `Foo` of `Foo::new()`, EXPRESSION_QUALIFIER; None when bare
     line: int
     column: int
     text: str  # the source line, stripped and capped

@@ -123,6 +123,13 @@ class LanguageSpec:
     # Go names its receivers like parameters, so its bindings say what they are instead.
     self_names: frozenset[str] = frozenset({"self", "this", "Self", "cls"})
     super_names: frozenset[str] = frozenset({"super"})
+    # Methods values of the language's own types have (Java's `Object`, Rust's `Clone` and
+    # `Option`, Python's `dict` and `str`): the repo's only `x.get()` says nothing about an
+    # `x` of unknown type, so such a call stays a name match.
+    builtin_methods: frozenset[str] = frozenset()
+    # Whether a file sees its directory's definitions without an import (Go's package, Java's):
+    # then a bare `f()` defined once in the same directory resolves there.
+    package_scope: bool = True
     doc_style: str = "comments"  # "docstring" (first string statement) or "comments" (preceding)
     # Comments documenting the enclosing item rather than the next one (Rust `//!`).
     inner_doc_prefixes: tuple[str, ...] = ()
@@ -134,6 +141,12 @@ class LanguageSpec:
 
 
 _C_BODY_TYPES = frozenset({"compound_statement", "field_declaration_list", "enumerator_list"})
+# Methods of JavaScript's own objects, arrays, strings and promises (see `builtin_methods`).
+_ECMASCRIPT_BUILTIN_METHODS = frozenset({
+    "toString", "valueOf", "hasOwnProperty", "call", "apply", "bind", "push", "pop", "shift", "unshift",
+    "slice", "splice", "concat", "map", "filter", "forEach", "reduce", "some", "every", "find", "indexOf",
+    "includes", "join", "split", "replace", "trim", "then", "catch", "finally", "keys", "values", "get",
+    "set", "has", "delete", "add", "clear", "emit", "on", "once", "write", "end"})
 # What JavaScript and TypeScript share beyond ecmascript.scm: exports, decorators, constructors.
 _ECMASCRIPT = MappingProxyType({
     "wrappers": MappingProxyType({"export_statement": True}),
@@ -151,6 +164,13 @@ LANGUAGES: dict[str, LanguageSpec] = {
             grammar=tree_sitter_python.language,
             queries=("python.scm", "python_bindings.scm"),
             self_names=frozenset({"self", "cls"}),
+            super_names=frozenset({"super()"}),
+            package_scope=False,
+            builtin_methods=frozenset({  # object, dict, list, set, str, bytes, files
+                "get", "pop", "update", "setdefault", "items", "keys", "values", "copy", "clear", "append",
+                "extend", "insert", "remove", "add", "discard", "index", "count", "sort", "join", "split",
+                "strip", "format", "encode", "decode", "startswith", "endswith", "replace", "lower", "upper",
+                "read", "write", "close", "flush", "readline", "seek"}),
             body_types=frozenset({"block"}),
             wrappers=MappingProxyType({"decorated_definition": False}),
             constructor_names=frozenset({"__init__"}),
@@ -163,6 +183,10 @@ LANGUAGES: dict[str, LanguageSpec] = {
             grammar=tree_sitter_java.language,
             queries=("java.scm", "java_bindings.scm"),
             self_names=frozenset({"this"}),
+            builtin_methods=frozenset({  # Object, String, collections
+                "equals", "hashCode", "toString", "getClass", "clone", "compareTo", "length", "charAt",
+                "add", "get", "put", "remove", "size", "isEmpty", "contains", "iterator", "clear", "addAll",
+                "containsKey", "keySet", "values", "entrySet", "stream", "forEach", "close", "flush"}),
             body_types=frozenset(
                 {"block", "class_body", "interface_body", "enum_body", "constructor_body",
                  "annotation_type_body"}
@@ -177,6 +201,8 @@ LANGUAGES: dict[str, LanguageSpec] = {
             queries=("ecmascript.scm", "javascript.scm", "jsx.scm", "ecmascript_bindings.scm",
                      "javascript_bindings.scm"),
             self_names=frozenset({"this"}),
+            builtin_methods=_ECMASCRIPT_BUILTIN_METHODS,
+            package_scope=False,
             body_types=frozenset({"statement_block", "class_body"}),
             interpreters=("node", "nodejs", "bun"),
             **_ECMASCRIPT,
@@ -187,6 +213,8 @@ LANGUAGES: dict[str, LanguageSpec] = {
             grammar=tree_sitter_typescript.language_typescript,
             queries=("ecmascript.scm", "typescript.scm", "ecmascript_bindings.scm", "typescript_bindings.scm"),
             self_names=frozenset({"this"}),
+            builtin_methods=_ECMASCRIPT_BUILTIN_METHODS,
+            package_scope=False,
             body_types=frozenset({"statement_block", "class_body", "interface_body", "enum_body"}),
             family="javascript",
             **_ECMASCRIPT,
@@ -204,6 +232,12 @@ LANGUAGES: dict[str, LanguageSpec] = {
             queries=("rust.scm", "rust_bindings.scm"),
             self_names=frozenset({"self", "Self"}),
             super_names=frozenset(),
+            builtin_methods=frozenset({  # std traits, Option, Result, Vec, str, iterators
+                "clone", "to_string", "to_owned", "into", "from", "as_ref", "as_mut", "default", "eq", "cmp",
+                "partial_cmp", "hash", "fmt", "unwrap", "expect", "unwrap_or", "unwrap_or_else", "map",
+                "and_then", "ok", "err", "is_some", "is_none", "is_ok", "is_err", "iter", "into_iter", "next",
+                "collect", "filter", "len", "is_empty", "push", "pop", "get", "insert", "remove", "contains",
+                "extend", "as_bytes", "as_str", "write", "flush", "read", "drop", "deref"}),
             body_types=frozenset(
                 {"block", "field_declaration_list", "declaration_list", "enum_variant_list"}
             ),

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from functools import cached_property, lru_cache
 from typing import Iterable
 
-from codeqa.core.records import FileParse, Reference, SymbolInfo
+from codeqa.core.records import EXPRESSION_QUALIFIER, FileParse, Reference, SymbolInfo
 from codeqa.parsing.languages import (CALLABLE_KINDS, CONSTRUCTOR_CALLS, INSTANTIABLE_KINDS, LANGUAGES,
                                       SOURCE_EXTENSIONS, VALUE_KINDS, LanguageSpec, language_family)
 
@@ -36,6 +36,7 @@ MAX_AMBIGUOUS = 4
 MAX_BASE_DEPTH = 8  # inheritance levels searched for a receiver's method
 # What an instantiation or a type use cannot name: functions, macros and values.
 _NOT_TYPES = CALLABLE_KINDS | VALUE_KINDS
+_INTERFACE_KINDS = frozenset({"interface", "trait"})
 _MODULE_NOISE = frozenset({"crate", "self", "super", "std", "", ".", ".."})
 _SOURCE_EXT = re.compile(r"\.(%s)$" % "|".join(re.escape(ext[1:]) for ext in SOURCE_EXTENSIONS))
 _DEFAULT_SPEC = LanguageSpec(name="", extensions=(), grammar=lambda: None, queries=(), body_types=frozenset())
@@ -60,6 +61,13 @@ class _CitingFile:
         # Names an import binds: `from a import b` -> b, `import a.b` -> a, Go's `x/y/render` -> render.
         self.imported = frozenset(parse.imported_names) | frozenset(
             part for spec in parse.imports for part in _import_handles(spec))
+
+    def external_imports(self, repo_names: frozenset[str]) -> frozenset[str]:
+        """Handles of the imports whose module is no file or directory of the repo (`strings`,
+        `github.com/stretchr/testify/require`): a call through one reaches nothing here."""
+        return frozenset(part for spec in self.imports
+                         if _import_handles(spec) and _import_handles(spec)[-1].lower() not in repo_names
+                         for part in _import_handles(spec))
 
     @cached_property
     def _import_suffixes(self) -> frozenset[tuple[str, ...]]:
@@ -97,13 +105,20 @@ class _Types:
 
     def __init__(self, symbols: list[SymbolInfo], files: list[FileParse]) -> None:
         self.classes: set[tuple[str, str]] = set()  # (family, simple name) of every class-like
+        self.interfaces: set[tuple[str, str]] = set()  # whose methods run in their implementers
         self.kinds: dict[tuple[str, str], str] = {}  # (file, qualified name) -> kind
         for symbol in symbols:
             self.kinds[(symbol.file_path, symbol.qualified_name)] = symbol.kind
             if symbol.kind not in _NOT_TYPES:
                 self.classes.add((language_family(symbol.language), symbol.name))
+            if symbol.kind in _INTERFACE_KINDS:
+                self.interfaces.add((language_family(symbol.language), symbol.name))
+        # Every file stem and directory name in the repo, to tell its modules from outside ones.
+        self.repo_names = frozenset(part for parse in files for part in _path_parts(parse.file_path))
         self.bases: dict[tuple[str, str], set[str]] = defaultdict(set)
         self.fields: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+        self.returns: dict[tuple[str, str], set[str]] = defaultdict(set)  # function name -> result types
+        self.package_vars: dict[tuple[str, str], set[str]] = defaultdict(set)  # (directory, name)
         for parse in files:
             fam = language_family(parse.language)
             spec = LANGUAGES.get(parse.language, _DEFAULT_SPEC)
@@ -111,6 +126,11 @@ class _Types:
                 owner = self.class_around(parse.file_path, binding.enclosing)
                 if binding.kind == "base" and binding.enclosing:
                     self.bases[(fam, _simple(binding.enclosing))].add(binding.type)
+                elif binding.kind == "returns":
+                    own = self.class_around(parse.file_path, binding.enclosing) if binding.type == "Self" else None
+                    self.returns[(fam, binding.name)].add(own or binding.type)
+                elif spec.package_scope and binding.enclosing in (None, binding.name):
+                    self.package_vars[(_directory(parse.file_path), binding.name)].add(binding.type)
                 elif binding.kind == "var" and owner:
                     head, _, field = binding.name.partition(".")
                     if field and head in spec.self_names and "." not in field:
@@ -149,15 +169,37 @@ class _Types:
             types, how = ({own_class} if own_class else None), "self"
         elif head in file.spec.super_names:
             types, how = (self.bases.get((fam, own_class)) if own_class else None), "self"
+        elif head.endswith("()"):  # `make_cart().m()`
+            types = self._results(fam, {head})
         else:
-            types = file.bound(head, scope)
+            types = self._results(fam, file.bound(head, scope))
             if types is None and own_class:  # a field used without `this.`
-                types = self._field(fam, {own_class}, head)
+                types = self._results(fam, self._field(fam, {own_class}, head))
+            if types is None and file.spec.package_scope:  # a package-level variable (Go)
+                types = self._results(fam, self.package_vars.get((_directory(file.file_path), head)))
         for part in rest:  # `self.engine.m()`: a field of what came before
             if not types:
                 return None, how
-            types, how = self._field(fam, types, part), "typed"
+            types, how = self._results(fam, self._field(fam, types, part)), "typed"
         return (types or None), how
+
+    def _results(self, fam: str, types: set[str] | None) -> set[str] | None:
+        """Types with each call `make()` replaced by what `make` returns: its class when it is
+        one, else the one result type every function of that name declares; unknown (None)
+        when a call's result is not known."""
+        if not types:
+            return None
+        out = set()
+        for name in types:
+            if not name.endswith("()"):
+                out.add(name)
+                continue
+            called = name[:-2]
+            results = {called} if (fam, called) in self.classes else self.returns.get((fam, called), set())
+            if len(results) != 1:
+                return None
+            out |= results
+        return out
 
     def _field(self, fam: str, types: set[str], name: str) -> set[str] | None:
         for level in self.lineage(fam, types):
@@ -233,8 +275,10 @@ def _resolve_site(site: Reference, file: _CitingFile, fam: str,
         methods = [s for s in candidates if s.kind in CALLABLE_KINDS]
         if qualifier:
             found += _method_call(methods, site, file, fam, types, own_class)
+            classes = [s for s in candidates if s.kind in INSTANTIABLE_KINDS]
+            found += [(s, "new", how) for s, _, how in _module_call(classes, site, file, types)]
         else:
-            found += _pick(_narrow_call(methods, own_class), "call", site, file, own_class)
+            found += _pick(_narrow_call(methods, site.enclosing, own_class), "call", site, file, own_class)
             classes = [s for s in candidates if s.kind in INSTANTIABLE_KINDS]
             found += _pick(classes, "new", site, file, own_class)
     elif site.kind == "new":
@@ -254,26 +298,42 @@ def _method_call(methods: list[SymbolInfo], site: Reference, file: _CitingFile, 
     qualifier = site.qualifier or ""
     receiver, how = types.receiver(fam, file, qualifier, site.enclosing, own_class)
     if receiver is not None:
-        for level in types.lineage(fam, receiver):
+        lineage = types.lineage(fam, receiver)
+        for level in lineage:
             reached = [m for m in methods if m.parent and _simple(m.parent) in level]
             if reached:
                 return [(m, "call", how) for m in reached]
-        return []  # a known receiver whose type has no such method here: an external one
+        if not any((fam, t) in types.interfaces for level in lineage for t in level):
+            return []  # a known receiver whose type has no such method here: an external one
+        # An interface without the method among its definitions: its implementers decide.
     last = qualifier.split(".")[-1]
     owned = [m for m in methods if m.parent and _simple(m.parent) == last]
     if owned:  # `Cart.m()`, `Cart::m()`: the qualifier names the class
         return [(m, "call", "qualified") for m in _narrow(owned, file)]
-    head = qualifier.split(".")[0]
-    if head in file.imported or last in file.imported:
-        # An imported module (`utils.f()`, Go's `render.JSON()`): its top-level definitions.
-        module = [m for m in methods if m.parent is None and last.lower() in _path_parts(m.file_path)]
+    return _module_call(methods, site, file, types)
+
+
+def _module_call(candidates: list[SymbolInfo], site: Reference, file: _CitingFile,
+                 types: _Types) -> list[tuple[SymbolInfo, str, str]]:
+    """`q.f()` with `q` not known to be of a type: an imported module's top-level `f` when `q`
+    names an import (`utils.f()`, Go's `render.JSON()`, `flask.Flask()`), nothing when the
+    import is outside the repo, else a method the name alone picks: the only one of its name
+    ("unique") or name matches."""
+    qualifier = site.qualifier or ""
+    last = qualifier.split(".")[-1]
+    if qualifier in file.imported:
+        module = [c for c in candidates if c.parent is None and last.lower() in _path_parts(c.file_path)]
         if module:
-            return [(m, "call", "module") for m in _narrow(module, file)]
-        if (fam, last) not in types.classes:
-            return []  # an external module's function
-    if len(methods) == 1:
-        return [(methods[0], "call", "unique")]
-    return [(m, "call", NAME_MATCH) for m in methods] if len(methods) <= MAX_AMBIGUOUS else []
+            return [(c, site.kind, "module") for c in _narrow(module, file)]
+        if qualifier in file.external_imports(types.repo_names):
+            return []
+    methods = [c for c in candidates if c.parent is not None]  # `x.f()` reaches no top-level `f`
+    if not methods:
+        return []
+    if len(methods) == 1 and not qualifier.endswith(")") and site.name not in file.spec.builtin_methods:
+        # The only `f` in the repo, called on a named receiver, and no builtin type's method.
+        return [(methods[0], site.kind, "unique")]
+    return [(m, site.kind, NAME_MATCH) for m in methods] if len(methods) <= MAX_AMBIGUOUS else []
 
 
 def _narrow(candidates: list[SymbolInfo], file: _CitingFile) -> list[SymbolInfo]:
@@ -284,9 +344,25 @@ def _narrow(candidates: list[SymbolInfo], file: _CitingFile) -> list[SymbolInfo]
     return same_file or _best_imported(candidates, file) or candidates
 
 
-def _narrow_call(methods: list[SymbolInfo], own_class: str | None) -> list[SymbolInfo]:
-    """Drop call candidates the call syntax rules out (a bare `f()` can't reach `Other.f`)."""
-    return [m for m in methods if m.parent is None or _simple(m.parent) == own_class]
+def _narrow_call(methods: list[SymbolInfo], scope: str | None, own_class: str | None) -> list[SymbolInfo]:
+    """The callables a bare `f()` in `scope` can reach: top-level ones, its class's methods and
+    functions nested in `scope` or around it (not `Other.f`, not `other_function.f`); the
+    nearest nested one when there is one."""
+    around = set()
+    while scope:
+        around.add(scope)
+        scope = scope.rsplit(".", 1)[0] if "." in scope else None
+    nested = [m for m in methods if _container(m) in around]
+    if nested:
+        deepest = max(len(_container(m) or "") for m in nested)
+        return [m for m in nested if len(_container(m) or "") == deepest]
+    return [m for m in methods if _container(m) is None or (m.parent and _simple(m.parent) == own_class)]
+
+
+def _container(symbol: SymbolInfo) -> str | None:
+    """The qualified name of the definition around `symbol` (a class, or a function for a
+    nested one), None at top level."""
+    return symbol.qualified_name.rsplit(".", 1)[0] if "." in symbol.qualified_name else None
 
 
 def _pick(candidates: list[SymbolInfo], kind: str, site: Reference, file: _CitingFile,
@@ -318,7 +394,7 @@ def _disambiguate(candidates: list[SymbolInfo], site: Reference, file: _CitingFi
         return imported, "import"
     directory = _directory(file.file_path)
     same_package = [c for c in candidates if _directory(c.file_path) == directory]
-    if same_package:
+    if same_package and file.spec.package_scope:
         return same_package, "same_package"
     return (candidates if len(candidates) <= MAX_AMBIGUOUS else []), NAME_MATCH
 

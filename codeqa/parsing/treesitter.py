@@ -40,7 +40,7 @@ from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
 from codeqa.parsing.languages import CLASS_KINDS, FUNCTION_KINDS, LANGUAGES, LanguageSpec
 from codeqa.parsing.module_code import CodeChunk, module_chunks
-from codeqa.core.records import Binding, Reference
+from codeqa.core.records import EXPRESSION_QUALIFIER, Binding, Reference
 
 QUERIES_DIR = Path(__file__).resolve().parent / "queries"
 
@@ -57,6 +57,7 @@ MAX_NAME_CHARS = 200  # of a definition's name (a generated 10 KB identifier is 
 _BODY_SEARCH_DEPTH = 3
 _QUALIFIER_RE = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*")
 _QUALIFIER_SEP_RE = re.compile(r"::|->")
+_CALLED_NAME_RE = re.compile(r"([A-Za-z_$][\w$]*)\s*(?:::)?(?:<[^()]*>)?\s*!?$")
 _GENERIC_ARGS_RE = re.compile(r"<[^<>]*>")
 _TYPE_NAME_RE = re.compile(r"[A-Za-z_$][\w$]*")
 _WHITESPACE_RE = re.compile(r"\s+")
@@ -252,7 +253,9 @@ class _Extractor:
         self.src = src
         self.source = source
         self._lines: list[bytes] | None = None
-        self._raw_bindings: list[tuple[Node | None, Node]] = []  # (variable or None for a base, type)
+        # (variable, or None for a base; type; capture suffixes: ".returns" for a function's
+        # result type, ".call" for a variable holding what a named function returns)
+        self._raw_bindings: list[tuple[Node | None, Node, str]] = []
 
     def run(self, root: Node) -> ParsedFile:
         raw_defs: dict[tuple[int, int], _RawDefinition] = {}
@@ -316,8 +319,9 @@ class _Extractor:
         modules.extend(by_role.get("module", (None, []))[1])
         names.extend(by_role.get("import_name", (None, []))[1])
         if "bind_var" in by_role and "bind_type" in by_role:
-            self._raw_bindings.append((by_role["bind_var"][1][0], by_role["bind_type"][1][-1]))
-        self._raw_bindings.extend((None, node) for node in by_role.get("base", (None, []))[1])
+            self._raw_bindings.append((by_role["bind_var"][1][0], by_role["bind_type"][1][-1],
+                                       (by_role["bind_var"][0] or "") + (by_role["bind_type"][0] or "")))
+        self._raw_bindings.extend((None, node, "") for node in by_role.get("base", (None, []))[1])
         declared.update((n.start_byte, n.end_byte) for n in by_role.get("declaration", (None, []))[1])
 
     @staticmethod
@@ -332,12 +336,16 @@ class _Extractor:
             known.kind = ref.kind
         known.qualifier = known.qualifier or ref.qualifier
 
-    def _qualifier(self, node: Node) -> str | None:
-        """Simple dotted qualifiers only (`obj`, `pkg`, `a.b`, `Type`); calls etc. give None."""
+    def _qualifier(self, node: Node) -> str:
+        """A simple dotted qualifier (`obj`, `pkg`, `a.b`, `Type`) as written; a call as the name
+        it calls (`make(x).m()` -> `make()`, `super().m()` -> `super()`: resolution reads what
+        `make` returns); any other receiver (`a[0].m()`) is EXPRESSION_QUALIFIER: a member call
+        on something unnamed, never a bare call."""
         text = _GENERIC_ARGS_RE.sub("", self._text(node))
-        if not _QUALIFIER_RE.fullmatch(text):
-            return None
-        return _QUALIFIER_SEP_RE.sub(".", text)
+        if _QUALIFIER_RE.fullmatch(text):
+            return _QUALIFIER_SEP_RE.sub(".", text)
+        called = _called_name(text)
+        return f"{called}()" if called else EXPRESSION_QUALIFIER
 
     # definitions
 
@@ -597,15 +605,18 @@ class _Extractor:
         return references
 
     def _bindings(self, spans: list[tuple[int, int, str]]) -> list[Binding]:
-        """Variable and base-class bindings, each in its innermost enclosing definition (a base's
-        is its class); a type is kept as its last simple name (`pkg.Cart<T>` -> `Cart`)."""
+        """Variable, base-class and return-type bindings, each in its innermost enclosing
+        definition (a base's is its class); a type is kept as its last simple name (`pkg.Cart<T>`
+        -> `Cart`), what a call returns as the called name and `()` (`make_cart()`)."""
         ordered = sorted(spans)
         starts = [span[0] for span in ordered]
         bindings: list[Binding] = []
-        for variable, type_node in self._raw_bindings:
+        for variable, type_node, how in self._raw_bindings:
             names = _TYPE_NAME_RE.findall(_GENERIC_ARGS_RE.sub("", self._text(type_node)))
             name = self._qualifier(variable) if variable is not None else ""
-            if not names or name is None:
+            if ".call" in how and names:
+                names[-1] += "()"
+            if not names or name == EXPRESSION_QUALIFIER or name.endswith(")"):
                 continue
             at = type_node.start_byte
             enclosing = None
@@ -613,7 +624,8 @@ class _Extractor:
                 if ordered[index][1] > at:
                     enclosing = ordered[index][2]
                     break
-            bindings.append(Binding("base" if variable is None else "var", name, names[-1], enclosing))
+            kind = "base" if variable is None else "returns" if ".returns" in how else "var"
+            bindings.append(Binding(kind, name, names[-1], enclosing))
         return list(dict.fromkeys(bindings))
 
     def _texts(self, nodes: list[Node], strip: str = "") -> list[str]:
@@ -654,6 +666,19 @@ def _fold_overloads(definitions: list[Definition], spans: list[tuple[int, int, s
         if len(distinct) > 1:
             definitions[i].signatures = distinct
     return [definitions[i] for i in kept], [spans[i] for i in kept]
+
+
+def _called_name(text: str) -> str | None:
+    """The name a call expression calls (`a.b(x)(y)` -> None, `a.b(c(d))` -> `b`), or None."""
+    if not text.endswith(")"):
+        return None
+    depth = 0
+    for index in range(len(text) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[index], 0)
+        if depth == 0:
+            found = _CALLED_NAME_RE.search(text[:index])
+            return found.group(1) if found else None
+    return None
 
 
 def _split_scoped(name: str) -> tuple[str | None, str]:

@@ -38,3 +38,8 @@
 (extends_interfaces
   (type_list
     (_) @type.base))
+
+; A method's result type, for `x.make().m()`.
+(method_declaration
+  type: (_) @type.binding
+  name: (identifier) @variable.binding.returns)

@@ -44,3 +44,22 @@
   superclasses: (argument_list
     (attribute
       attribute: (identifier) @type.base)))
+
+; What a call of a lowercase name holds is what that function returns (`runner = make_runner()`,
+; `runner = app.test_cli_runner()`), read from its return annotation.
+(assignment
+  left: (_) @variable.binding
+  right: (call
+    function: (identifier) @type.binding.call)
+  (#not-match? @type.binding.call "^_*[A-Z]"))
+
+(assignment
+  left: (_) @variable.binding
+  right: (call
+    function: (attribute
+      attribute: (identifier) @type.binding.call))
+  (#not-match? @type.binding.call "^_*[A-Z]"))
+
+(function_definition
+  name: (identifier) @variable.binding.returns
+  return_type: (type) @type.binding)

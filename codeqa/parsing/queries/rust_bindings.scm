@@ -36,3 +36,17 @@
 (field_declaration
   name: (field_identifier) @variable.binding
   type: (_) @type.binding)
+
+; What a call holds is what the called function returns (`let td = tmpdir();`).
+(let_declaration
+  pattern: (identifier) @variable.binding
+  value: (call_expression
+    function: [(identifier) (field_expression field: (field_identifier))] @type.binding.call))
+
+(function_item
+  name: (identifier) @variable.binding.returns
+  return_type: (_) @type.binding)
+
+(function_signature_item
+  name: (identifier) @variable.binding.returns
+  return_type: (_) @type.binding)
