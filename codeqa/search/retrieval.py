@@ -37,6 +37,7 @@ from codeqa.core.config import Settings
 from codeqa.indexing.create_tables import sql_like_escape, sql_quote
 from codeqa.indexing.embeddings import get_embedder
 from codeqa.core.errors import CodeQAError, LLMUnavailable, is_valid_unicode, repo_path_prefix
+from codeqa.parsing.references import is_resolved
 from codeqa.parsing.languages import (DOC_KIND, DOC_LANGUAGES, FILE_KIND, INDEXED_EXTENSIONS, LANGUAGES,
                                       OTHER_LANGUAGE, ROLES, TEXT_FORMATS)
 from codeqa.search.overloads import Signed, declared_names, group_declarations
@@ -841,7 +842,10 @@ def _hit(row: dict, table: str) -> Hit:
                qualified_name=row["qualified_name"], file_path=row["file_path"],
                start_line=row["start_line"], end_line=row["end_line"], language=row["language"],
                role=row["role"], signature=row["signature"] or "", doc=row["doc"] or "", code=row["code"] or "",
-               parent=row["parent"], references=list(row["references"] or []),
+               # Name matches (`x.m()` with `x` of unknown type) are kept for @references, not
+               # shown as uses nor fed to ranking: `reference_count` counts resolved uses only.
+               parent=row["parent"], references=[r for r in row["references"] or []
+                                                 if is_resolved(r.get("resolution") or "")],
                reference_count=row["reference_count"] or 0, score=row["_score_value"],
                declaration=bool(row.get("declaration")), signatures=list(row.get("signatures") or []))
 
