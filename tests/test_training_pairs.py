@@ -1,0 +1,90 @@
+"""The training-data miner's guard against eval repositories, and its own item rules (no git needed)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from training.mine_pairs import MAX_POSITIVES, hard_negatives, item_problem, names_symbol
+from training.sources import (EXCLUDED, ExcludedRepository, check_allowed, eval_test_repos, excluded_repos,
+                              load_sources, repos_named_in)
+
+pytestmark = pytest.mark.unit
+
+import sys  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
+from realistic.items import GoldFile, GoldSymbol, Item  # noqa: E402
+
+
+def _item(query: str, symbols: int) -> Item:
+    gold = [GoldFile("src/a.py", "python", [[3, 4]], [],
+                     [GoldSymbol(f"Parser.parse_{n}", "method", 10 * n + 1, 10 * n + 5) for n in range(symbols)])]
+    return Item(id="x", repo="o/r", language="python", split="train", query_type="commit", source="git-history",
+                base_commit="0" * 40, base_date="2024-01-01T00:00:00+00:00", fix_ref="1" * 40, query=query,
+                query_truncated=False, gold=gold)
+
+
+@pytest.mark.parametrize("repo", sorted(EXCLUDED["held out"]))
+def test_every_held_out_repository_is_refused_in_any_case(repo: str) -> None:
+    for spelling in (repo, repo.lower(), repo.upper()):
+        with pytest.raises(ExcludedRepository, match="held out"):
+            check_allowed(["pallets/click", spelling], extra_files=())
+
+
+def test_realistic_eval_test_split_is_refused_and_its_train_split_is_not() -> None:
+    test_repos = eval_test_repos()
+    assert "pallets/flask" in test_repos and "pydata/xarray" not in test_repos
+    with pytest.raises(ExcludedRepository, match="pallets/flask"):
+        check_allowed(["pallets/flask"], extra_files=())
+    check_allowed(["pydata/xarray"], extra_files=())
+
+
+def test_notes_files_exclude_all_but_their_train_lines(tmp_path: Path) -> None:
+    notes = tmp_path / "99-repos.txt"
+    notes.write_text("# header naming nobody/else-test as test-only\n"
+                     "test  go  some/test-repo\n"
+                     "train go  some/train-repo\n", encoding="utf-8")
+    assert repos_named_in(notes) == {"nobody/else-test", "some/test-repo"}
+    with pytest.raises(ExcludedRepository, match="Some/Test-Repo"):
+        check_allowed(["Some/Test-Repo"], extra_files=(notes,))
+    check_allowed(["some/train-repo"], extra_files=(notes,))
+
+
+def test_the_pinned_repository_list_has_no_excluded_repository() -> None:
+    sources = load_sources()
+    assert len({s.repo for s in sources}) == len(sources) >= 100
+    assert all(len(s.anchor) == 40 for s in sources)
+    check_allowed([s.repo for s in sources])  # the default notes files too, where this machine has them
+
+
+def test_item_rules_beyond_the_eval() -> None:
+    excluded = excluded_repos(extra_files=())
+    assert item_problem(_item("Fix a crash in the parser", 2), set(), excluded) is None
+    assert item_problem(_item("Fix a crash in the parser", 2), {"Fix a crash in the parser"}, excluded) \
+        == "duplicate query"
+    assert item_problem(_item("Port the fix from pytest-dev/pytest", 1), set(), excluded) \
+        == "names an excluded repository"
+    assert item_problem(_item("Fix everything", MAX_POSITIVES + 1), set(), excluded) \
+        == f"more than {MAX_POSITIVES} changed definitions"
+    assert item_problem(_item("Fix the module constant", 0), set(), excluded) \
+        == "no changed definition (module-level change only)"
+
+
+def test_names_symbol_flags_queries_that_spell_a_changed_name() -> None:
+    assert names_symbol(_item("parse_0 crashes on empty input", 1))
+    assert not names_symbol(_item("the parser crashes on empty input", 1))
+
+
+def test_hard_negatives_leave_out_what_holds_or_sits_inside_a_positive() -> None:
+    definitions = [("Parser", "class", 1, 100), ("Parser.parse", "method", 10, 30),
+                   ("Parser.parse.inner", "function", 12, 15), ("Parser.close", "method", 40, 50),
+                   ("helper", "function", 110, 120)]
+    positives = [("Parser.parse", "method", 10, 30)]
+    negatives = hard_negatives(definitions, positives, random.Random("x"))
+    assert [n[0] for n in negatives] == ["Parser.close", "helper"]
+    assert hard_negatives(definitions, positives, random.Random("x"), limit=1) \
+        == hard_negatives(definitions, positives, random.Random("x"), limit=1)
+    assert len(hard_negatives(definitions, positives, random.Random("x"), limit=1)) == 1

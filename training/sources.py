@@ -1,0 +1,114 @@
+"""Which public repositories the training pairs come from, and which ones they must never use.
+
+One home for both lists:
+- `repos.tsv` beside this file: language, owner/name, the pinned anchor commit (the newest
+  commit mined) and the first-parent commit count there, one repository a line;
+- `EXCLUDED`: the evals' held-out and test repositories. `check_allowed` refuses them, and the
+  miner calls it before touching any repository. The lists that other evals write at run time
+  (`/work/notes/30-repos.txt`, `/work/notes/32-repos.txt`, or files named with `--exclude-file`)
+  are read too, so that a repository added there later is refused without a code change.
+
+Repository names are compared case-insensitively (GitHub treats `FasterXML/jackson-core` and
+`fasterxml/jackson-core` as one repository).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPOS_FILE = HERE / "repos.tsv"
+EVAL_ITEMS = HERE.parent / "eval" / "realistic" / "items.jsonl"
+NOTES_EXCLUDE_FILES = (Path("/work/notes/30-repos.txt"), Path("/work/notes/32-repos.txt"))
+
+# Reason -> repositories. Never mined, never a source of negatives, never named in a query.
+EXCLUDED: dict[str, frozenset[str]] = {
+    # Kept for an independent check of generalisation (eval/realistic/mine.py HELD_OUT).
+    "held out": frozenset({"pytest-dev/pytest", "iamkun/dayjs", "tokio-rs/tokio", "FasterXML/jackson-core",
+                           "grpc/grpc-go"}),
+    # The new-language eval's test repositories (issue 30), as announced before its list was written.
+    "new-language eval test split": frozenset({
+        "sinatra/sinatra", "slimphp/Slim", "square/okio", "Alamofire/Alamofire", "elixir-plug/plug",
+        "jbogard/MediatR", "scopt/scopt", "nvm-sh/nvm", "rxi/lume", "koalaman/shellcheck", "zigtools/zls",
+        "dart-lang/http"}),
+}
+
+_REPO_NAME = re.compile(r"\b([A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*[A-Za-z0-9_])\b")
+
+
+class ExcludedRepository(ValueError):
+    """A repository that an eval keeps for testing was asked for."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """One repository to mine: its main language and the pinned newest commit."""
+
+    language: str
+    repo: str
+    anchor: str
+
+
+def load_sources(path: Path = REPOS_FILE) -> list[Source]:
+    sources = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        language, repo, anchor, *_ = line.split("\t")
+        sources.append(Source(language, repo, anchor))
+    return sources
+
+
+def eval_test_repos(items_file: Path = EVAL_ITEMS) -> frozenset[str]:
+    """The realistic eval's test-split repositories, read from its item file."""
+    repos = set()
+    for line in items_file.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            item = json.loads(line)
+            if item.get("split") == "test":
+                repos.add(item["repo"])
+    return frozenset(repos)
+
+
+def repos_named_in(path: Path) -> frozenset[str]:
+    """Every `owner/name` written in a notes file, except on lines that start with `train`.
+
+    The evals write `test <language> owner/name` and `train <language> owner/name` lines (and
+    comments naming test-only repositories); anything not marked train is taken as held back.
+    """
+    names = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.split()[:1] == ["train"]:
+            continue
+        names |= {m.group(1) for m in _REPO_NAME.finditer(line) if not m.group(1).startswith(("http", "www."))}
+    return frozenset(names)
+
+
+def excluded_repos(extra_files: tuple[Path, ...] = NOTES_EXCLUDE_FILES) -> dict[str, str]:
+    """Lower-cased owner/name -> why it is excluded."""
+    reasons: dict[str, str] = {}
+    for reason, repos in EXCLUDED.items():
+        reasons.update({r.lower(): reason for r in repos})
+    reasons.update({r.lower(): "realistic eval test split" for r in eval_test_repos()})
+    for path in extra_files:
+        if path.exists():
+            reasons.update({r.lower(): f"listed in {path.name}" for r in repos_named_in(path)
+                            if r.lower() not in reasons})
+    return reasons
+
+
+def check_allowed(repos: list[str], extra_files: tuple[Path, ...] = NOTES_EXCLUDE_FILES) -> None:
+    """Raise `ExcludedRepository` naming every requested repository that an eval keeps for testing."""
+    reasons = excluded_repos(extra_files)
+    refused = [f"{repo} ({reasons[repo.lower()]})" for repo in repos if repo.lower() in reasons]
+    if refused:
+        raise ExcludedRepository("refusing excluded repositories: " + ", ".join(refused))
+
+
+def names_excluded_repo(text: str, excluded: dict[str, str]) -> bool:
+    """Whether a query mentions an excluded repository (`excluded_repos()`) by owner/name."""
+    lowered = text.lower()
+    return any(repo in lowered for repo in excluded)
