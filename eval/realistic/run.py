@@ -273,6 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--mirror", type=Path, help="local bare mirrors at DIR/<owner>+<name>/repo")
     parser.add_argument("--no-index", action="store_true", help="fail instead of indexing a missing snapshot")
     parser.add_argument("--index-only", action="store_true", help="build the snapshots, search nothing")
+    parser.add_argument("--indexed-only", action="store_true",
+                        help="only the items whose snapshot exists (says how many were left out); indexes nothing")
     parser.add_argument("--results", type=Path, help="the markdown table (default: <cache>/results/last-run.md; "
                                                      "eval/realistic/results.md holds the recorded numbers)")
     parser.add_argument("--json", type=Path, help="per-item dump (default: <cache>/results/last-run.json)")
@@ -288,7 +290,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     cache = args.cache or default_cache()
     run = Run(Corpus(cache, args.mirror or default_mirror()), SnapshotStore(cache), Settings.from_env(),
-              allow_index=not args.no_index)
+              allow_index=not (args.no_index or args.indexed_only))
+    if args.indexed_only:
+        indexed_items = [i for i in items if run.store.load(i.repo, i.base_commit) is not None]
+        print(f"--indexed-only: {len(items) - len(indexed_items)} of {len(items)} items have no snapshot yet "
+              "and are left out", file=sys.stderr)
+        items = indexed_items
+        if not items:
+            print("error: no item has a snapshot", file=sys.stderr)
+            return 1
     print(f"{len(items)} items, {len({i.base_commit for i in items})} commits; cache {cache}", file=sys.stderr)
     try:
         snapshots, indexed = ensure_snapshots(run, items)
