@@ -43,6 +43,7 @@ from codeqa.indexing.create_tables import UnknownRepoError, sql_quote
 from codeqa.core.errors import (CodeQAError, InvalidArgument, one_line, printable, printable_lines,
                                 run_cli, user_error)
 from codeqa.parsing.languages import language_for
+from codeqa.parsing.references import is_resolved
 from codeqa.core.records import RepoInfo
 from codeqa.chat.resolver import MAX_DEFINITIONS, ROW_COLUMNS
 from codeqa.search.retrieval import SearchOptions
@@ -95,7 +96,8 @@ class Symbol(BaseModel):
     start_line: int
     end_line: int
     language: str
-    reference_count: int = Field(description="how many uses the index recorded (exact)")
+    reference_count: int = Field(description="how many resolved uses the index recorded (exact; name matches, "
+                                             "calls on receivers of unknown type, not counted)")
     declaration: bool = Field(False, description="a signature only (a prototype, an abstract or interface "
                                                  "method) whose implementation is not in the repository")
     signatures: list[str] = Field(default_factory=list, description="every signature of an overload set "
@@ -160,8 +162,9 @@ class UseSite(BaseModel):
     column: int
     text: str = Field(description="the line of the use")
     caller: str | None = Field(description="qualified name of the function the use is in")
-    resolution: str = Field(description="how surely the use was attributed: qualified, self, unique, "
-                                        "import, same_file, same_package or ambiguous")
+    resolution: str = Field(description="how the use was attributed: qualified, self, typed, module, unique, "
+                                        "import, same_file or same_package (resolved); name: a name match, a "
+                                        "call of this name on a receiver of unknown type")
     definition_id: str = Field(description="id of the definition used")
 
 
@@ -169,7 +172,9 @@ class ReferencesOutput(BaseModel):
     repo: str
     symbol: str
     definitions: list[Symbol] = Field(description=f"the definitions whose uses are listed (at most {MAX_DEFINITIONS})")
-    total: int = Field(description="uses of these definitions")
+    total: int = Field(description="uses and name matches of these definitions")
+    resolved: int = Field(description="resolved uses among them")
+    name_matches: int = Field(description="name matches among them: same name, receiver of unknown type")
     uses: list[UseSite]
     suggestions: list[str]
 
@@ -343,15 +348,22 @@ class CodeTools:
                         line=u["line"], column=u["column"], text=u["text"], caller=u["caller"] or None,
                         resolution=u["resolution"], definition_id=row["id"]) for row, u in ranked[:limit]]
         definitions = [Symbol(**Symbol.fields_of(row)) for row in rows]
+        resolved = sum(is_resolved(u["resolution"]) for _, u in ranked)
         output = ReferencesOutput(repo=info.name, symbol=symbol, definitions=definitions, total=len(ranked),
-                                  uses=uses, suggestions=suggestions)
+                                  resolved=resolved, name_matches=len(ranked) - resolved, uses=uses,
+                                  suggestions=suggestions)
         if not rows:
             return _not_found(symbol, info, suggestions), output
         lines = [f"{d.qualified_name}: {_headline(d)}" for d in definitions]
-        shown = f" (the first {len(uses)})" if len(ranked) > len(uses) else ""
-        lines.append(f"{_plural(len(ranked), 'use')}{shown}, most relevant first:" if ranked else "No uses recorded.")
-        lines += [f"{u.location}  {one_line(u.text, 160)}" + (f"  [in {u.caller}]" if u.caller else "")
-                  for u in uses]
+        shown = f" (the first {len(uses)} shown)" if len(ranked) > len(uses) else ""
+        lines.append(f"{resolved} resolved, {len(ranked) - resolved} name match{'' if len(ranked) - resolved == 1 else 'es'}{shown}"
+                     if ranked else "No uses recorded.")
+        for title, group in (("Uses, most relevant first:", [u for u in uses if is_resolved(u.resolution)]),
+                             ("Name matches (a call of this name on a receiver of unknown type):",
+                              [u for u in uses if not is_resolved(u.resolution)])):
+            if group:
+                lines += [title] + [f"{u.location}  {one_line(u.text, 160)}" + (f"  [in {u.caller}]" if u.caller else "")
+                                    for u in group]
         return printable_lines(lines), output
 
     def read_code(self, path: str, repo: str | None, start: int, end: int | None) -> tuple[str, CodeOutput]:

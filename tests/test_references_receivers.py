@@ -176,3 +176,4 @@ function t() { const r = new Runner(); r.invoke(); const c = new Context(); c.in
 ])
 def test_receivers_in_each_language(language, sources, target, expected) -> None:
     assert uses_of(sources, language)[target] == expected
+

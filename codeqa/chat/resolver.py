@@ -29,7 +29,7 @@ from codeqa.parsing.languages import CONSTRUCTOR_CALLS, DOC_KIND, VALUE_KINDS, f
 from codeqa.search.packing import Definition, FileText, Span
 from codeqa.search.overloads import group_rows
 from codeqa.core.records import FileParse, RepoInfo, SymbolInfo
-from codeqa.parsing.references import resolve_references
+from codeqa.parsing.references import is_resolved, resolve_references
 from codeqa.search.symbol_index import SymbolIndex, load_symbol_index
 
 MAX_DEFINITIONS = 10  # definitions one name may bring
@@ -43,8 +43,8 @@ ROW_COLUMNS = ["id", "kind", "name", "qualified_name", "file_path", "start_line"
 OVERLOAD_COLUMNS = ["language", "signature", "declaration", "signatures"]  # what grouping overloads reads
 INDEX_CACHE = 8  # repos whose symbol index stays in memory
 # How sure the indexer was that a use is a use of this definition; surer first.
-RESOLUTION_ORDER = {"qualified": 0, "self": 0, "unique": 1, "import": 1, "same_file": 2, "same_package": 3,
-                    "ambiguous": 4}
+RESOLUTION_ORDER = {"qualified": 0, "self": 0, "typed": 0, "module": 1, "unique": 1, "import": 1, "same_file": 2,
+                    "same_package": 3, "ambiguous": 4}
 
 
 @dataclass
@@ -245,14 +245,20 @@ class Lookup:
             return
         ranked = self.uses(rows)
         for row in rows:
-            count = row["reference_count"] or 0
+            found = [use for of, use in ranked if of is row]
+            count = sum(is_resolved(use["resolution"]) for use in found)
+            names = len(found) - count
+            matches = (f"; {names} name match{'es' if names != 1 else ''} (`{row['name']}` called on a receiver "
+                       f"of unknown type: maybe this, maybe another `{row['name']}`; listed after the uses)"
+                       if names else "")
             resolution.notes.append(f"{label}: {row['qualified_name']} ({row['kind']}, "
                                     f"{row['file_path']}:{row['start_line']}) is used {count} "
-                                    f"time{'s' if count != 1 else ''}.")
+                                    f"time{'s' if count != 1 else ''}{matches}.")
         if not ranked:
             return
         if len(ranked) > MAX_USES:
-            resolution.notes.append(f"{label}: the {MAX_USES} most relevant of {len(ranked)} uses are shown.")
+            named = " and name matches" if any(not is_resolved(use["resolution"]) for _, use in ranked) else ""
+            resolution.notes.append(f"{label}: the {MAX_USES} most relevant of {len(ranked)} uses{named} are shown.")
         for number, (row, use) in enumerate(ranked[:MAX_USES]):
             text = self.text(use["file_path"])
             if text is None:
@@ -267,12 +273,15 @@ class Lookup:
                 "qualified_name": use["caller"] or "(top level)", "file_path": use["file_path"],
                 "start_line": use["line"], "end_line": use["line"], "language": text.language,
                 "text": use["text"], "uses": row["qualified_name"], "reference_count": 0, "references": [],
-                "source": label})
+                "resolution": use["resolution"],
+                "source": label if is_resolved(use["resolution"]) else f"{label} (name match)"})
 
     def uses(self, rows: list[dict]) -> list[tuple[dict, dict]]:
         """Every use of these definition rows, as (row, use), most relevant first: the uses a row
         stores when it holds all of them, else all of them resolved again from the files."""
-        complete = [r for r in rows if (r["reference_count"] or 0) <= len(r["references"] or [])]
+        # A row's list holds every use and name match unless it is full (the indexer stores
+        # the resolved ones first, then name matches, up to MAX_STORED_REFERENCES).
+        complete = [r for r in rows if len(r["references"] or []) < create_tables.MAX_STORED_REFERENCES]
         uses = [(row, use) for row in complete for use in row["references"] or []]
         partial = [r for r in rows if r not in complete]
         if partial:
@@ -385,14 +394,14 @@ def _enclosing(text: FileText, start: int, end: int, strict: bool = False) -> De
 
 
 def _rank_uses(uses: list[tuple[dict, dict]]) -> list[tuple[dict, dict]]:
-    """Most relevant first: outside tests, surely resolved, one use per calling function before
-    a second from the same one, then in file order."""
+    """Most relevant first: resolved uses before name matches, outside tests, surely resolved,
+    one use per calling function before a second from the same one, then in file order."""
     seen: dict[tuple[str, str], int] = {}
     keyed = []
     for row, use in sorted(uses, key=lambda item: (item[1]["file_path"], item[1]["line"], item[1]["column"])):
         caller = (use["file_path"], use["caller"])
         seen[caller] = seen.get(caller, 0) + 1
-        keyed.append(((file_role(use["file_path"]) == "test", seen[caller] > 1,
+        keyed.append(((not is_resolved(use["resolution"]), file_role(use["file_path"]) == "test", seen[caller] > 1,
                        RESOLUTION_ORDER.get(use["resolution"], 5), use["file_path"], use["line"]), (row, use)))
     unique: dict[tuple[str, int, int], tuple[dict, dict]] = {}
     for _, item in sorted(keyed, key=lambda k: k[0]):

@@ -31,8 +31,10 @@ NAME_MATCH = "name"
 RESOLUTIONS = ("qualified", "self", "typed", "module", "unique", "same_file", "import", "same_package",
                NAME_MATCH)
 # A use matching more definitions than this, with nothing to choose between them, says
-# nothing about any of them: it is dropped rather than attached to all as name matches.
-MAX_AMBIGUOUS = 4
+# nothing about any of them: it is dropped rather than attached to all as name matches. Name
+# matches are shown apart and never counted, so a handful are worth listing (click has 5
+# `invoke` methods).
+MAX_AMBIGUOUS = 8
 MAX_BASE_DEPTH = 8  # inheritance levels searched for a receiver's method
 # What an instantiation or a type use cannot name: functions, macros and values.
 _NOT_TYPES = CALLABLE_KINDS | VALUE_KINDS
@@ -301,8 +303,8 @@ def _method_call(methods: list[SymbolInfo], site: Reference, file: _CitingFile, 
         lineage = types.lineage(fam, receiver)
         for level in lineage:
             reached = [m for m in methods if m.parent and _simple(m.parent) in level]
-            if reached:
-                return [(m, "call", how) for m in reached]
+            if reached:  # of the classes of that name, the file's own or imported one
+                return [(m, "call", how) for m in _narrow(reached, file)]
         if not any((fam, t) in types.interfaces for level in lineage for t in level):
             return []  # a known receiver whose type has no such method here: an external one
         # An interface without the method among its definitions: its implementers decide.
