@@ -1,7 +1,7 @@
 """Precision and recall of reference resolution on a labelled sample of real call sites.
 
     python eval/references/check.py                      # every labelled repository
-    python eval/references/check.py --labels eval/references/subset.jsonl
+    python eval/references/check.py --labels eval/references/subset.jsonl --trees tests/fixtures/references_subset
     python eval/references/check.py --sample 70 --repo pallets/flask ...   # draw sites to label
 
 Each label (labels.jsonl, one JSON object a line) names a call site in a repository at a
@@ -90,13 +90,17 @@ def is_resolved(resolution: str) -> bool:
     return resolution != "name"  # older trees have no name matches: all their uses count
 
 
-def score(labels: list[dict], mirror: Path, cache: Path) -> dict[str, dict[str, float]]:
+def score(labels: list[dict], mirror: Path, cache: Path, trees: Path | None = None) -> dict[str, dict[str, float]]:
+    """Per language: sites, resolved (site, target) pairs, correct ones, precision, recall. With
+    `trees`, each repository is the folder `trees/<owner>+<name>` (a committed subset) instead
+    of a checkout of its commit."""
     by_tree: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for label in labels:
         by_tree[(label["repo"], label["commit"])].append(label)
     rows: dict[str, dict[str, float]] = {}
     for (repo, commit), group in sorted(by_tree.items()):
-        sites = resolve(checkout(mirror, repo, commit, cache))
+        root = trees / repo.replace("/", "+") if trees else checkout(mirror, repo, commit, cache)
+        sites = resolve(root)
         for label in group:
             lang = label["language"]
             row = rows.setdefault(lang, defaultdict(float))
@@ -172,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--labels", type=Path, default=LABELS)
     parser.add_argument("--mirror", type=Path, default=Path(os.environ.get("CODEQA_EVAL_MIRROR", "/work/.mirror")))
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "codeqa-refs-eval")
+    parser.add_argument("--trees", type=Path, help="repositories as folders <owner>+<name> here (a subset)")
     parser.add_argument("--sample", type=int, help="draw N sites of --repo at --commit to label instead")
     parser.add_argument("--repo")
     parser.add_argument("--commit")
@@ -185,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(site))
         return 0
     labels = [json.loads(line) for line in args.labels.read_text(encoding="utf-8").splitlines() if line.strip()]
-    rows = score(labels, args.mirror, args.cache)
+    rows = score(labels, args.mirror, args.cache, args.trees)
     print(table(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
