@@ -88,3 +88,19 @@ def test_hard_negatives_leave_out_what_holds_or_sits_inside_a_positive() -> None
     assert hard_negatives(definitions, positives, random.Random("x"), limit=1) \
         == hard_negatives(definitions, positives, random.Random("x"), limit=1)
     assert len(hard_negatives(definitions, positives, random.Random("x"), limit=1)) == 1
+
+
+def test_batches_never_hold_two_positives_of_one_query_and_lose_none() -> None:
+    from training.train_embedder import batches
+
+    triples = [{"id": f"q{n % 7}", "n": n} for n in range(40)]
+    result = batches(triples, size=5, seed=1)
+    assert sorted(t["n"] for batch in result for t in batch) == list(range(40))
+    assert all(len({t["id"] for t in batch}) == len(batch) <= 5 for batch in result)
+
+
+def test_definition_text_carries_path_and_name_and_only_the_definitions_lines() -> None:
+    from training.train_embedder import definition_text
+
+    lines = ["import os", "def parse(x):", "    return x", "def other():", "    pass"]
+    assert definition_text("src/a.py", "parse", lines, 2, 3) == "src/a.py\nparse\ndef parse(x):\n    return x"

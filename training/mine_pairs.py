@@ -32,7 +32,7 @@ import os
 import random
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from multiprocessing import Pool
 from pathlib import Path
 
@@ -42,10 +42,11 @@ sys.path.insert(0, str(ROOT / "eval"))
 sys.path.insert(0, str(ROOT))
 
 from codeqa.parsing.languages import code_language  # noqa: E402
-from codeqa.parsing.treesitter import parse_source  # noqa: E402
+from codeqa.parsing.treesitter import ParsedFile, parse_source  # noqa: E402
 from realistic.corpus import Corpus, default_cache  # noqa: E402
 from realistic.items import Item  # noqa: E402
-from realistic.corpus import git  # noqa: E402
+import realistic.mine as eval_mine  # noqa: E402
+from realistic.corpus import CorpusError, git  # noqa: E402
 from realistic.mine import (DATASETS, RepoPlan, Tally, _commit_diff_problem, build_item,  # noqa: E402
                             commit_message_problem, commit_query, mswe_items, swebench_items)
 
@@ -55,7 +56,6 @@ SHARDS = HERE / "data" / "shards"
 REPORT = HERE / "mining.md"
 PAIRS_FILE = HERE / "pairs.jsonl.gz"  # committed: metadata and query text only, no code
 
-MAX_COMMIT_ITEMS = 150  # per repository, newest first: no repository dominates the data
 MAX_POSITIVES = 12  # changed definitions per fix; more is a sweeping change (see mining.md)
 NEGATIVES_PER_FILE = 8
 
@@ -84,7 +84,39 @@ MSWE_FILES = {
 
 def plan_for(source: Source) -> RepoPlan:
     return RepoPlan(source.repo, source.language, "train", swebench=source.repo in SWEBENCH_REPOS,
-                    mswe=MSWE_FILES.get(source.repo, ""), commits=MAX_COMMIT_ITEMS, anchor=source.anchor)
+                    mswe=MSWE_FILES.get(source.repo, ""), commits=source.max_commit_items, anchor=source.anchor)
+
+
+class CachingCorpus(Corpus):
+    """The eval's corpus, remembering the last files read: the gold step and the negatives
+    step read the same pre-fix files one after the other."""
+
+    def show(self, repo: str, commit: str, path: str) -> bytes | None:
+        key = (repo, commit, path)
+        if key not in _SHOWN:
+            _SHOWN[key] = super().show(repo, commit, path)
+            while len(_SHOWN) > CACHED_FILES:
+                _SHOWN.popitem(last=False)
+        return _SHOWN[key]
+
+
+CACHED_FILES = 32
+_SHOWN: OrderedDict = OrderedDict()
+_PARSED: OrderedDict = OrderedDict()
+
+
+def parse_cached(source: str, language: str, path: str = "") -> ParsedFile:
+    """`parse_source`, remembering the last files parsed (half of mining time is parsing)."""
+    key = (hash(source), len(source), language, path)
+    if key not in _PARSED:
+        _PARSED[key] = parse_source(source, language, path)
+        while len(_PARSED) > CACHED_FILES:
+            _PARSED.popitem(last=False)
+    return _PARSED[key]
+
+
+# The eval's gold step parses through the cache too (its module-level name; no behaviour change).
+eval_mine.parse_source = parse_cached
 
 
 def shard_path(repo: str) -> Path:
@@ -121,7 +153,7 @@ def item_record(corpus: Corpus, item: Item) -> dict:
         if positives:
             data = corpus.show(item.repo, item.base_commit, gold.path)
             text = (data or b"").decode("utf-8", "replace")
-            parsed = parse_source(text, gold.language, gold.path)
+            parsed = parse_cached(text, gold.language, gold.path)
             definitions = [(d.qualified_name, d.kind, d.start_line, d.end_line) for d in parsed.definitions]
             negatives = hard_negatives(definitions, positives, rng)
         files.append({"path": gold.path, "language": gold.language,
@@ -157,8 +189,12 @@ def commit_items(corpus: Corpus, plan: RepoPlan, taken: set[tuple[str, tuple[str
         sha, parents, author, message = record.strip("\n").split("\x00", 3)
         problem = commit_message_problem(message, author)
         if problem is None:
-            diff = git(git_dir, "diff", "--no-color", "--find-renames", parents.split()[0], sha, text=False)
-            problem = _commit_diff_problem(diff, message)
+            try:
+                diff = git(git_dir, "diff", "--no-color", "--find-renames", parents.split()[0], sha, text=False)
+            except CorpusError:  # snapshot mirrors lack blobs of 4 MiB and more
+                problem = "diff unreadable (a blob the mirror lacks)"
+            else:
+                problem = _commit_diff_problem(diff, message)
         if problem is not None:
             tally.items[f"commit: {problem}"] += 1
             continue
@@ -192,7 +228,7 @@ def mine_repo(source: Source, mirror: Path | None, cache: Path) -> dict:
     """Mine one repository into its shard; returns its tally (also written beside the shard)."""
     check_allowed([source.repo])
     excluded = excluded_repos()
-    corpus = Corpus(cache, mirror)
+    corpus = CachingCorpus(cache, mirror)
     plan = plan_for(source)
     started = time.time()
     tally = Tally()
@@ -228,6 +264,8 @@ def mine_repo(source: Source, mirror: Path | None, cache: Path) -> dict:
 
 
 def _mine_one(args: tuple[Source, Path | None, Path]) -> dict:
+    if tally_path(args[0].repo).exists():  # another run finished it meanwhile
+        return json.loads(tally_path(args[0].repo).read_text(encoding="utf-8"))
     try:
         return mine_repo(*args)
     except Exception as exc:  # one broken repository must not stop the others; reported, no tally
@@ -314,6 +352,15 @@ def write_pairs(records: list[dict]) -> None:
 
 # --- Running -----------------------------------------------------------------------------------
 
+def round_robin(sources: list[Source]) -> list[Source]:
+    """One repository of each language in turn, so that a run cut short still covers every language."""
+    by_language: dict[str, list[Source]] = defaultdict(list)
+    for source in sources:
+        by_language[source.language].append(source)
+    queues = list(by_language.values())
+    return [queue[i] for i in range(max(map(len, queues), default=0)) for queue in queues if i < len(queue)]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", type=Path, default=None, help="local bare mirrors at DIR/<owner>+<name>/repo")
@@ -333,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         for dataset in {d.repo for d in DATASETS.values()}:
             Corpus(corpus_args[1], corpus_args[0]).fetch(dataset, [d.commit for d in DATASETS.values()
                                                                    if d.repo == dataset])
-        todo = [s for s in sources if not tally_path(s.repo).exists()]
+        todo = round_robin([s for s in sources if not tally_path(s.repo).exists()])
         print(f"{len(sources) - len(todo)} repositories already mined, {len(todo)} to go", file=sys.stderr)
         failed = 0
         with Pool(max(1, args.jobs)) as pool:

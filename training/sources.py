@@ -2,7 +2,8 @@
 
 One home for both lists:
 - `repos.tsv` beside this file: language, owner/name, the pinned anchor commit (the newest
-  commit mined) and the first-parent commit count there, one repository a line;
+  commit mined), the first-parent commit count there and how many commit items to take (newest
+  first), one repository a line;
 - `EXCLUDED`: the evals' held-out and test repositories. `check_allowed` refuses them, and the
   miner calls it before touching any repository. The lists that other evals write at run time
   (`/work/notes/30-repos.txt`, `/work/notes/32-repos.txt`, or files named with `--exclude-file`)
@@ -50,6 +51,7 @@ class Source:
     language: str
     repo: str
     anchor: str
+    max_commit_items: int  # commit items taken, newest first: no repository dominates the data
 
 
 def load_sources(path: Path = REPOS_FILE) -> list[Source]:
@@ -57,8 +59,8 @@ def load_sources(path: Path = REPOS_FILE) -> list[Source]:
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip() or line.startswith("#"):
             continue
-        language, repo, anchor, *_ = line.split("\t")
-        sources.append(Source(language, repo, anchor))
+        language, repo, anchor, _commits, max_items = line.split("\t")
+        sources.append(Source(language, repo, anchor, int(max_items)))
     return sources
 
 
