@@ -547,7 +547,10 @@ class Retriever:
         hybrid query: the BM25 queries need no vector, so they run on the pool while the query
         is being embedded, and a row still waiting for its vector keeps a fair place."""
         tables = {kind: self._table(repo, kind) for kind in create_tables.ROW_TABLES}
-        where = _where(options)
+        # Declarations are found by name (`_exact_rows`) and as definitions of the files the
+        # ranking lists, not here: a header's prototypes took pool places from the code itself
+        # (jq's test items: file hit@5 0.67 with them, 1.00 without).
+        where = " AND ".join(filter(None, [_where(options), "NOT declaration"]))
         text_query = (MultiMatchQuery(query.keywords, list(create_tables.FTS_COLUMNS), boosts=FTS_BOOSTS)
                       if query.keywords and options.mode != "vector" else None)
         texts = {kind: self._pool.submit(self._text_rows, tables[kind], text_query, where, limit)
