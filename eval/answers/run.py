@@ -222,8 +222,25 @@ def load_realistic(cache: Path, repos: list[str], limit: int | None) -> list[dic
         if snapshot is not None:
             picked.append({"id": item.id, "kind": f"realistic {item.query_type}", "query": item.query,
                            "gold_files": item.gold_paths, "repo": snapshot.index_name,
-                           "index_data": snapshot.directory})
+                           "index_data": snapshot.directory, "checkout": (item.repo, item.base_commit)})
     return picked[:limit] if limit else picked
+
+
+def realistic_checkout(args: argparse.Namespace, repo: str, commit: str) -> Path:
+    """The repository's work tree at `commit`, one per run (eval/realistic/corpus.py checks it out
+    from the mirror): the chat reads its sources from the files, which must be the indexed ones."""
+    from realistic.corpus import Corpus, default_mirror  # noqa: PLC0415
+
+    return Corpus(args.work / args.label / "corpus", args.realistic_mirror or default_mirror()).checkout(repo, commit)
+
+
+def point_at_checkout(data: Path, repo: str, root: Path) -> None:
+    """Record `root` as the indexed repository's folder in the copied index's registry (a
+    snapshot's registry names the realistic eval's own work tree, which has moved on since)."""
+    import lancedb  # noqa: PLC0415
+
+    table = lancedb.connect(str(data / "lancedb")).open_table("codeqa_repos")
+    table.update(where=f"name = '{repo}'", values={"root": str(root)})
 
 
 def ask(args: argparse.Namespace) -> int:
@@ -251,6 +268,8 @@ def ask(args: argparse.Namespace) -> int:
         index_data = question["index_data"]
         if index_data not in opened:  # one Services (chat store, LLM server) per index
             data = prepare_data(index_data, args.work / args.label / str(len(rows)), args.model)
+            if "checkout" in question:  # the sources are read from the work tree, at the index's commit
+                point_at_checkout(data, question["repo"], realistic_checkout(args, *question["checkout"]))
             settings = Settings.from_env(data_dir=data, lancedb_uri="", llm_base_url="", local_llm=True, redis_url="")
             services = Services(settings).__enter__()
             turns.wait(step)
@@ -389,6 +408,8 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--realistic-repos", nargs="+", default=["psf/requests"], metavar="OWNER/NAME")
     one.add_argument("--realistic-cache", type=Path, default=Path(os.environ.get("CODEQA_EVAL_CACHE", "~/.cache/codeqa-eval")).expanduser(),
                      help="the realistic eval's cache, whose snapshots are the indexes asked (eval/realistic/snapshots.py)")
+    one.add_argument("--realistic-mirror", type=Path, help="git mirrors of the realistic repositories "
+                     "(default: $CODEQA_EVAL_MIRROR; each item's commit is checked out from them)")
     both = sub.add_parser("report", help="the runs side by side")
     both.add_argument("runs", type=Path, nargs="+")
     both.add_argument("--out", type=Path, default=None)
