@@ -292,7 +292,8 @@ def test_an_index_of_an_older_layout_is_refused_by_search_and_rebuilt_with_a_not
 
     report = index_repo(root, settings, progress=False)
     assert report.added == 1 and report.notices == [
-        "old was indexed by another version of CodeQA (index format 1, now 3: new embedder or layout); "
+        f"old was indexed by another version of CodeQA (index format 1, now {create_tables.INDEX_VERSION}: new "
+        "embedder or layout); "
         "re-indexing it from scratch."]
     assert _format_report(report).startswith("note: old was indexed by another version")
     assert create_tables.get_repo(db, "old").index_version == create_tables.INDEX_VERSION
