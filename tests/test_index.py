@@ -114,7 +114,7 @@ def test_python_calls_types_and_qualified_calls(sample):
     assert ("shop/models.py", 63, "call", "qualified") in uses(from_row)
     assert ("shop/csv_parser.py", 18, "call", "qualified") in uses(from_row)
     parse = one(sample["methods"], "shop/csv_parser.py", "Parser.parse")
-    assert ("shop/checkout.py", 13, "call", "import") in uses(parse)
+    assert ("shop/checkout.py", 13, "call", "typed") in uses(parse)
     json_parse = one(sample["methods"], "shop/json_parser.py", "Parser.parse")
     assert not any(u["file_path"] == "shop/checkout.py" for u in json_parse["references"])
 
@@ -150,9 +150,9 @@ def test_rust_and_go_instantiations_and_member_calls(sample):
     go_item = one(sample["classes"], "go/inventory/store.go", "Item")
     assert ("go/main.go", 11, "new", "unique") in uses(go_item)
     new_store = one(sample["methods"], "go/inventory/store.go", "NewStore")
-    assert ("go/main.go", 10, "call", "unique") in uses(new_store)
+    assert ("go/main.go", 10, "call", "module") in uses(new_store)
     get = one(sample["methods"], "go/inventory/store.go", "Store.Get")
-    assert ("go/main.go", 12, "call", "unique") in uses(get)
+    assert ("go/main.go", 12, "call", "typed") in uses(get)
 
 
 def test_two_repos_with_the_same_folder_name_do_not_clash(settings, tmp_path):
@@ -241,7 +241,7 @@ def test_file_rows_hold_doc_imports_names_and_the_whole_file_for_bm25(sample):
 def test_new_kinds_land_in_their_tables_with_their_uses(sample):
     restock = one(sample["methods"], "rust/src/macros/restock.rs", "restock")
     assert restock["kind"] == "macro"
-    assert ("rust/src/stock.rs", 46, "call", "unique") in uses(restock)
+    assert ("rust/src/stock.rs", 46, "call", "module") in uses(restock)
     to_cents = one(sample["methods"], "c/money.h", "TO_CENTS")
     assert ("c/money.c", 6, "call", "unique") in uses(to_cents)
     assert one(sample["methods"], "web/js/plugin/discount.js", "proto.applyCoupon")["kind"] == "method"

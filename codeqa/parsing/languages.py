@@ -130,6 +130,9 @@ class LanguageSpec:
     # Whether a file sees its directory's definitions without an import (Go's package, Java's):
     # then a bare `f()` defined once in the same directory resolves there.
     package_scope: bool = True
+    # Path roots that start a module path rather than name a receiver (Rust's `crate::f()`,
+    # `super::f()`): what follows is a top-level definition of the crate.
+    module_roots: frozenset[str] = frozenset()
     doc_style: str = "comments"  # "docstring" (first string statement) or "comments" (preceding)
     # Comments documenting the enclosing item rather than the next one (Rust `//!`).
     inner_doc_prefixes: tuple[str, ...] = ()
@@ -232,6 +235,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             queries=("rust.scm", "rust_bindings.scm"),
             self_names=frozenset({"self", "Self"}),
             super_names=frozenset(),
+            module_roots=frozenset({"crate", "super", "self"}),
             builtin_methods=frozenset({  # std traits, Option, Result, Vec, str, iterators
                 "clone", "to_string", "to_owned", "into", "from", "as_ref", "as_mut", "default", "eq", "cmp",
                 "partial_cmp", "hash", "fmt", "unwrap", "expect", "unwrap_or", "unwrap_or_else", "map",

@@ -323,6 +323,10 @@ def _module_call(candidates: list[SymbolInfo], site: Reference, file: _CitingFil
     ("unique") or name matches."""
     qualifier = site.qualifier or ""
     last = qualifier.split(".")[-1]
+    if qualifier.split(".")[0] in file.spec.module_roots:  # Rust's `crate::restock!()`
+        top = [c for c in candidates if c.parent is None]
+        if top:
+            return [(c, site.kind, "module") for c in _narrow(top, file)]
     if qualifier in file.imported:
         module = [c for c in candidates if c.parent is None and last.lower() in _path_parts(c.file_path)]
         if module:
