@@ -67,13 +67,13 @@ INSTRUCTIONS = (
 ) * 3  # ~300 tokens of fixed prefix, the size of the chat's instructions and example
 
 
-def sources(corpus: Path, variant: int) -> str:
-    """About 700 tokens of real Flask code, different for each prompt."""
+def sources(corpus: Path, variant: int, count: int = 70) -> str:
+    """`count` lines of real Flask code (70: about 700 tokens), different for each prompt."""
     files = ["src/flask/sessions.py", "src/flask/app.py", "src/flask/helpers.py"]
     lines = (corpus / files[variant % len(files)]).read_text(encoding="utf-8").splitlines()
     start = 200 + 37 * variant
-    body = "\n".join(f"{n}|{lines[n - 1]}" for n in range(start, start + 70))
-    return f"[1] {files[variant % len(files)]}:{start}-{start + 69}\n```python\n{body}\n```"
+    body = "\n".join(f"{n}|{lines[n - 1]}" for n in range(start, start + count))
+    return f"[1] {files[variant % len(files)]}:{start}-{start + count - 1}\n```python\n{body}\n```"
 
 
 def post(url: str, body: dict) -> dict:
@@ -120,7 +120,8 @@ class RssSampler(threading.Thread):
                 return
 
 
-def measure(model: Path, name: str, flags: list[str], extra: dict, corpus: Path, runs: int, niceness: int) -> dict:
+def measure(model: Path, name: str, flags: list[str], extra: dict, corpus: Path, runs: int, niceness: int,
+            lines: int = 70, max_tokens: int = 64) -> dict:
     port = free_port()
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
                "--port", str(port), *BASE_FLAGS, *flags]
@@ -137,12 +138,12 @@ def measure(model: Path, name: str, flags: list[str], extra: dict, corpus: Path,
         for run in range(runs):
             for variant in range(3):
                 fresh = extra.get(FRESH_PREFIX, False)
-                system = (f"Request {run}-{variant}.\n" if fresh else "") + INSTRUCTIONS + sources(corpus, variant + 3 * run)
+                system = (f"Request {run}-{variant}.\n" if fresh else "") + INSTRUCTIONS + sources(corpus, variant + 3 * run, lines)
                 messages = [{"role": "system", "content": system},
                             {"role": "user", "content": "What does this code do? Cite the source."}]
                 count = post(f"http://127.0.0.1:{port}/extras/tokenize/count",
                              {"input": system + messages[1]["content"]})["count"]
-                ttft, total, tokens = stream_answer(base, messages, 64, extra)
+                ttft, total, tokens = stream_answer(base, messages, max_tokens, extra)
                 # the instructions' prefix is in the KV cache from the last answer (not before the first)
                 reused = not fresh and (run, variant) != (0, 0)
                 rows.append({"prompt": count, "evaluated": count - (prefix if reused else 0), "reused": reused,
@@ -177,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="Flask's unpacked sdist (eval/run_eval.py fetches it)")
     parser.add_argument("--config", action="append", choices=sorted(CONFIGS), help="default: all")
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--lines", type=int, default=70, help="lines of code in each prompt (70: ~1,100 tokens "
+                        "in all; fewer for a quick look at memory)")
+    parser.add_argument("--max-tokens", type=int, default=64, help="tokens generated per answer")
     parser.add_argument("--niceness", type=int, default=0, help="as CODEQA_BACKGROUND_NICENESS (0: a fair share "
                         "of a loaded box)")
     args = parser.parse_args(argv)
@@ -184,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
           "prompt tokens | peak RSS MB |\n|---|---|---|---|---|---|---|", flush=True)
     for name in args.config or list(CONFIGS):
         flags, extra = CONFIGS[name]
-        row = measure(args.model, name, flags, extra, args.corpus, args.runs, args.niceness)
+        row = measure(args.model, name, flags, extra, args.corpus, args.runs, args.niceness, args.lines, args.max_tokens)
         if "error" in row:
             print(f"| {name} | failed: {row['error']} |||||", flush=True)
             continue
