@@ -3,7 +3,7 @@ files beside whole-file BM25 from the same run.
 
     python eval/howto/run.py --split test                  # every test repository, smallest first
     python eval/howto/run.py --repos cli/cli --limit 5
-    python eval/howto/run.py --split test --max-repos 6    # the 6 smallest test repositories
+    python eval/howto/run.py --split test --max-repos 6    # the 6 smallest test repositories (bytes to index)
     python eval/howto/run.py --split test --indexed-only   # search the snapshots there are, index nothing
 
 Indexing and snapshots are the realistic eval's (eval/realistic/snapshots.py): one snapshot per
@@ -33,6 +33,7 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from codeqa.core.config import Settings  # noqa: E402
+from codeqa.parsing import languages  # noqa: E402
 
 from howto.items import Item, load_items  # noqa: E402
 from realistic.baseline import BASELINES, WholeFileBM25  # noqa: E402
@@ -59,9 +60,16 @@ def score(gold: list[str], ranked: list[str]) -> dict:
 
 
 def source_bytes(corpus: Corpus, repo: str, commit: str) -> int:
-    """Bytes of a repository's tree at a commit: the order repositories are run in."""
+    """Bytes of the files CodeQA would index at a commit, by their names (code, docs and text
+    formats under the file-size limit): the indexing work, and the order repositories run in."""
     listing = git(corpus.git_dir(repo), "ls-tree", "-r", "-l", commit)
-    return sum(int(line.split()[3]) for line in listing.splitlines() if line.split()[3].isdigit())
+    total = 0
+    for line in listing.splitlines():
+        meta, _, path = line.partition("\t")
+        size = meta.split()[3]
+        if size.isdigit() and int(size) < 1_000_000 and languages.language_for(path):
+            total += int(size)
+    return total
 
 
 def ensure_snapshot(corpus: Corpus, store: SnapshotStore, base: Settings, repo: str, commit: str) -> Snapshot:
@@ -162,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=["train", "test", "all"], default="test")
     parser.add_argument("--repos", nargs="+", metavar="OWNER/NAME")
-    parser.add_argument("--max-repos", type=int, help="only the N smallest repositories of the selection")
+    parser.add_argument("--max-repos", type=int, help="only the N smallest repositories of the selection "
+                                                        "(by the bytes CodeQA would index)")
     parser.add_argument("--limit", type=int, help="at most N items per repository")
     parser.add_argument("--bm25-only", action="store_true",
                         help="the baselines alone, on the files CodeQA would index (no index, no CodeQA): "
