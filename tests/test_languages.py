@@ -85,6 +85,7 @@ pytestmark = pytest.mark.unit
     ("vendor/github.com/x/y.go", "vendored"),
     ("web/node_modules/react/index.js", "vendored"),
     ("third_party/zlib/inflate.c", "vendored"),
+    ("src/pip/_vendor/rich/console.py", "vendored"),
     # source, including names that only look like the conventions
     ("src/flask/testing.py", "source"),
     ("src/flask/app.py", "source"),

@@ -672,7 +672,7 @@ VENDORED_DIRS = frozenset(
         ".git", ".hg", ".svn", "node_modules", "bower_components", "venv", ".venv",
         "site-packages", "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
         ".ruff_cache", ".idea", ".gradle", ".next", ".nuxt", "dist", "build", "target",
-        "vendor", "Pods", "third_party", ".eggs",
+        "vendor", "_vendor", "Pods", "third_party", ".eggs",
     }
 )
 # A directory holding one of these files is a virtualenv whatever its name.
