@@ -4,10 +4,11 @@ One home for both lists:
 - `repos.tsv` beside this file: language, owner/name, the pinned anchor commit (the newest
   commit mined), the first-parent commit count there and how many commit items to take (newest
   first), one repository a line;
-- `EXCLUDED`: the evals' held-out and test repositories. `check_allowed` refuses them, and the
-  miner calls it before touching any repository. The lists that other evals write at run time
-  (`/work/notes/30-repos.txt`, `/work/notes/32-repos.txt`, or files named with `--exclude-file`)
-  are read too, so that a repository added there later is refused without a code change.
+- `EXCLUDED`: the held-out repositories, and the evals' test repositories, read from the evals'
+  own item files (`eval/realistic/items.jsonl`, `eval/howto/items.jsonl`) so that a repository
+  an eval adds to its test split is refused without a code change. `check_allowed` refuses them,
+  and the miner calls it before touching any repository. A notes file of `test`/`train` lines
+  (`extra_files`) can add more.
 
 Repository names are compared case-insensitively (GitHub treats `FasterXML/jackson-core` and
 `fasterxml/jackson-core` as one repository).
@@ -22,8 +23,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPOS_FILE = HERE / "repos.tsv"
-EVAL_ITEMS = HERE.parent / "eval" / "realistic" / "items.jsonl"
-NOTES_EXCLUDE_FILES = (Path("/work/notes/30-repos.txt"), Path("/work/notes/32-repos.txt"))
+EVAL_ITEM_FILES = (HERE.parent / "eval" / "realistic" / "items.jsonl", HERE.parent / "eval" / "howto" / "items.jsonl")
 
 # Reason -> repositories. Never mined, never a source of negatives, never named in a query.
 EXCLUDED: dict[str, frozenset[str]] = {
@@ -64,14 +64,16 @@ def load_sources(path: Path = REPOS_FILE) -> list[Source]:
     return sources
 
 
-def eval_test_repos(items_file: Path = EVAL_ITEMS) -> frozenset[str]:
-    """The realistic eval's test-split repositories, read from its item file."""
+def eval_test_repos(items_files: tuple[Path, ...] = EVAL_ITEM_FILES) -> frozenset[str]:
+    """The evals' test-split repositories (realistic bug reports, how-it-works questions), read
+    from their item files."""
     repos = set()
-    for line in items_file.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            item = json.loads(line)
-            if item.get("split") == "test":
-                repos.add(item["repo"])
+    for items_file in items_files:
+        for line in items_file.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                item = json.loads(line)
+                if item.get("split") == "test":
+                    repos.add(item["repo"])
     return frozenset(repos)
 
 
@@ -89,12 +91,12 @@ def repos_named_in(path: Path) -> frozenset[str]:
     return frozenset(names)
 
 
-def excluded_repos(extra_files: tuple[Path, ...] = NOTES_EXCLUDE_FILES) -> dict[str, str]:
+def excluded_repos(extra_files: tuple[Path, ...] = ()) -> dict[str, str]:
     """Lower-cased owner/name -> why it is excluded."""
     reasons: dict[str, str] = {}
     for reason, repos in EXCLUDED.items():
         reasons.update({r.lower(): reason for r in repos})
-    reasons.update({r.lower(): "realistic eval test split" for r in eval_test_repos()})
+    reasons.update({r.lower(): "an eval's test split" for r in eval_test_repos()})
     for path in extra_files:
         if path.exists():
             reasons.update({r.lower(): f"listed in {path.name}" for r in repos_named_in(path)
@@ -102,7 +104,7 @@ def excluded_repos(extra_files: tuple[Path, ...] = NOTES_EXCLUDE_FILES) -> dict[
     return reasons
 
 
-def check_allowed(repos: list[str], extra_files: tuple[Path, ...] = NOTES_EXCLUDE_FILES) -> None:
+def check_allowed(repos: list[str], extra_files: tuple[Path, ...] = ()) -> None:
     """Raise `ExcludedRepository` naming every requested repository that an eval keeps for testing."""
     reasons = excluded_repos(extra_files)
     refused = [f"{repo} ({reasons[repo.lower()]})" for repo in repos if repo.lower() in reasons]
