@@ -41,14 +41,11 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "eval"))
 sys.path.insert(0, str(ROOT))
 
-from codeqa.parsing.languages import code_language  # noqa: E402
 from codeqa.parsing.treesitter import ParsedFile, parse_source  # noqa: E402
 from realistic.corpus import Corpus, default_cache  # noqa: E402
 from realistic.items import Item  # noqa: E402
 import realistic.mine as eval_mine  # noqa: E402
-from realistic.corpus import CorpusError, git  # noqa: E402
-from realistic.mine import (DATASETS, RepoPlan, Tally, _commit_diff_problem, build_item,  # noqa: E402
-                            commit_message_problem, commit_query, mswe_items, swebench_items)
+from realistic.mine import DATASETS, RepoPlan, Tally, commit_items, mswe_items, swebench_items  # noqa: E402
 
 from training.sources import Source, check_allowed, excluded_repos, load_sources, names_excluded_repo  # noqa: E402
 
@@ -168,46 +165,6 @@ def names_symbol(item: Item) -> bool:
     query = item.query
     names = {s.qualified_name.rsplit(".", 1)[-1].rsplit("::", 1)[-1] for g in item.gold for s in g.symbols}
     return any(len(n) >= 4 and n in query for n in names)
-
-
-def commit_items(corpus: Corpus, plan: RepoPlan, taken: set[tuple[str, tuple[str, ...]]], tally: Tally) -> list[Item]:
-    """The eval's `realistic.mine.commit_items`, reading the log as bytes.
-
-    Same filters, queries and gold (all imported); the one difference is that a commit message
-    that is not UTF-8 (old sympy history has Latin-1 ones) is decoded with replacement instead
-    of failing the whole repository.
-    """
-    git_dir = corpus.git_dir(plan.repo)
-    log = git(git_dir, "log", "--first-parent", "--no-merges", "--format=%H%x00%P%x00%an%x00%B%x1e", plan.anchor,
-              text=False).decode("utf-8", "replace")
-    items: list[Item] = []
-    for record in log.split("\x1e"):
-        if len(items) >= plan.commits:
-            break
-        if not record.strip():
-            continue
-        sha, parents, author, message = record.strip("\n").split("\x00", 3)
-        problem = commit_message_problem(message, author)
-        if problem is None:
-            try:
-                diff = git(git_dir, "diff", "--no-color", "--find-renames", parents.split()[0], sha, text=False)
-            except CorpusError:  # snapshot mirrors lack blobs of 4 MiB and more
-                problem = "diff unreadable (a blob the mirror lacks)"
-            else:
-                problem = _commit_diff_problem(diff, message)
-        if problem is not None:
-            tally.items[f"commit: {problem}"] += 1
-            continue
-        item = build_item(corpus, plan, item_id=f"{plan.repo.replace('/', '__')}-{sha[:12]}", query_type="commit",
-                          source="git-history", base=parents.split()[0], fix_ref=sha,
-                          query=commit_query(message), diff=diff.decode("utf-8", "replace"), tally=tally)
-        if item is None:
-            continue
-        if (item.base_commit, tuple(item.gold_paths)) in taken:
-            tally.items["commit: same fix as an issue item"] += 1
-            continue
-        items.append(item)
-    return items
 
 
 def item_problem(item: Item, seen_queries: set[str], excluded: dict[str, str]) -> str | None:

@@ -321,9 +321,13 @@ def _days(iso: str) -> float:
 
 
 def commit_items(corpus: Corpus, plan: RepoPlan, taken: set[tuple[str, tuple[str, ...]]], tally: Tally) -> list[Item]:
-    """Maintainers' fix commits on the first-parent line, newest first from the pinned anchor."""
+    """Maintainers' fix commits on the first-parent line, newest first from the pinned anchor.
+
+    The log is read as bytes: a commit message that is not UTF-8 (old sympy history has Latin-1
+    ones) is decoded with replacement instead of failing the whole repository."""
     git_dir = corpus.git_dir(plan.repo)
-    log = git(git_dir, "log", "--first-parent", "--no-merges", "--format=%H%x00%P%x00%an%x00%B%x1e", plan.anchor)
+    log = git(git_dir, "log", "--first-parent", "--no-merges", "--format=%H%x00%P%x00%an%x00%B%x1e", plan.anchor,
+              text=False).decode("utf-8", "replace")
     items: list[Item] = []
     for record in log.split("\x1e"):
         if len(items) >= plan.commits:
@@ -333,8 +337,12 @@ def commit_items(corpus: Corpus, plan: RepoPlan, taken: set[tuple[str, tuple[str
         sha, parents, author, message = record.strip("\n").split("\x00", 3)
         problem = commit_message_problem(message, author)
         if problem is None:
-            diff = git(git_dir, "diff", "--no-color", "--find-renames", parents.split()[0], sha, text=False)
-            problem = _commit_diff_problem(diff, message)
+            try:
+                diff = git(git_dir, "diff", "--no-color", "--find-renames", parents.split()[0], sha, text=False)
+            except CorpusError:  # snapshot mirrors lack blobs of 4 MiB and more
+                problem = "diff unreadable (a blob the mirror lacks)"
+            else:
+                problem = _commit_diff_problem(diff, message)
         if problem is not None:
             tally.items[f"commit: {problem}"] += 1
             continue
