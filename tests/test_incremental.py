@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -142,23 +143,34 @@ def run_cli(args: list[str], env: dict, **kwargs) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 
+def kill_after_writes(proc: subprocess.Popen, data_dir: Path, writes: int) -> bool:
+    """SIGKILL an index run once it has written `writes` more data files, so the kill lands mid-run
+    however fast the box is; False when the run finished first."""
+    def written() -> int:
+        return sum(1 for _ in data_dir.rglob("*.lance")) if data_dir.exists() else 0
+
+    start = written()
+    while proc.poll() is None:
+        if written() >= start + writes:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return True
+        time.sleep(0.01)
+    return False
+
+
 def test_kill_9_mid_run_then_rerun_equals_clean_index(tmp_path):
     repo = tmp_path / "big"
     make_big_repo(repo)
     env = {**os.environ, "CODEQA_DATA_DIR": str(tmp_path / "killed"), "CODEQA_WRITE_BATCH": "4",
            "CODEQA_EMBEDDING_BATCH_SIZE": "8"}
     killed_mid_run = 0
-    for delay in (6.0, 8.0, 10.0, 12.0):
+    for writes in (1, 3, 6, 10):
         proc = run_cli(["index", str(repo), "--name", "big", "--no-progress"], env)
-        try:
-            proc.wait(timeout=delay)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-            killed_mid_run += 1
+        killed_mid_run += kill_after_writes(proc, tmp_path / "killed", writes)
         # Edit between runs, as a developer would while an index run was interrupted.
         target = repo / "pkg1" / "mod1.py"
-        target.write_text(target.read_text().replace("+ 1\n", f"+ {int(delay)}\n"))
+        target.write_text(target.read_text().replace("+ 1\n", f"+ {writes}\n"))
     assert killed_mid_run >= 1, "the indexer finished before any kill: make the repo bigger"
     final = run_cli(["index", str(repo), "--name", "big", "--no-progress"], env)
     out, err = final.communicate(timeout=600)
