@@ -92,6 +92,14 @@ def test_the_server_keeps_only_the_last_logits_and_sizes_its_context_to_the_budg
     assert s.context_tokens + s.history_tokens + s.answer_tokens < n_ctx <= 4096
 
 
+def test_the_prompt_is_read_on_every_usable_core_and_the_answer_written_on_one(
+    embedded_settings: Settings, embedded_server: LocalLLMServer
+) -> None:
+    command = psutil.Process(embedded_server.pid).cmdline()
+    assert command[command.index("--n_threads") + 1] == "1"
+    assert command[command.index("--n_threads_batch") + 1] == str(len(os.sched_getaffinity(0)))
+
+
 def test_prompt_tokens_are_counted_by_the_servers_tokenizer(embedded_server: LocalLLMServer) -> None:
     short = embedded_server.count_prompt_tokens([{"role": "user", "content": "hi"}])
     longer = embedded_server.count_prompt_tokens([{"role": "system", "content": "def add(a, b):\n    return a + b"},

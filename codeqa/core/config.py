@@ -16,6 +16,11 @@ from dotenv import load_dotenv
 from codeqa.core.errors import ConfigError
 
 
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity, which a container or taskset narrows)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def _env(name: str, default: str = "") -> str:
     value = os.environ.get(name, "")
     return value.strip() if value.strip() else default
@@ -101,7 +106,11 @@ class Settings:
     chat_model: str = ""
     llm_timeout: float = 120.0
     local_llm: bool = True  # start the embedded llama.cpp server when no endpoint is set
+    # Generation on one thread (a second one, descheduled on a busy box, made it ten times
+    # slower); the prompt on every core, which reads it twice as fast on an idle 2-core box
+    # (docs/answers.md). The server runs niced, so searches still come first.
     local_llm_threads: int = 1
+    local_llm_prompt_threads: int = field(default_factory=usable_cores)
     # How far below normal CPU priority the embedded LLM server and index runs work (POSIX nice
     # 0-19): on a machine with few cores, the web app's searches go first.
     background_niceness: int = 10
@@ -165,6 +174,7 @@ class Settings:
             llm_timeout=_env_float("CODEQA_LLM_TIMEOUT", 120.0),
             local_llm=_env_bool("CODEQA_LOCAL_LLM", True),
             local_llm_threads=_env_int("CODEQA_LOCAL_LLM_THREADS", 1),
+            local_llm_prompt_threads=_env_int("CODEQA_LOCAL_LLM_PROMPT_THREADS", usable_cores()),
             background_niceness=_env_niceness("CODEQA_BACKGROUND_NICENESS", 10),
             rerank=_env_bool("CODEQA_RERANK", False),
             colbert_model=_env("CODEQA_COLBERT_MODEL", "answerdotai/answerai-colbert-small-v1"),

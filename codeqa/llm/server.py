@@ -199,9 +199,7 @@ class LocalLLMServer:
             "--port", str(port),
             "--n_ctx", str(context_window(self.settings)),
             "--n_threads", str(self.settings.local_llm_threads),
-            # Prompt processing defaults to every core, which starves searches while a chat
-            # reads its context: keep it to the same budget.
-            "--n_threads_batch", str(self.settings.local_llm_threads),
+            "--n_threads_batch", str(self.settings.local_llm_prompt_threads),
             "--interrupt_requests", "False",
             *SERVER_FLAGS,
         ]  # fmt: skip
