@@ -225,18 +225,18 @@ def cited_files(answer: str, sources: dict[int, Source]) -> set[str]:
 ANSWER_DECODING = Decoding(temperature=0.2, top_p=0.95, repeat_penalty=1.1)
 
 
-def answer_grammar(sources: int) -> str:
-    """The llama.cpp grammar the embedded model's answer follows. With sources given, it opens by
-    naming one, `According to [n], `: which one is the model's choice, that it names one is not
-    (asked in the prompt only, the 0.5B model cited in 2 answers of 8; made to end on a citation,
-    it rambled on to reach one). No number is followed by `|`: that is a numbered code line of a
-    source, copied out, which the small model otherwise starts doing. Without sources it opens
-    with prose, not with `[`."""
+def answer_grammar(with_sources: bool) -> str:
+    """The llama.cpp grammar the embedded model's answer follows. With sources given, it opens from
+    the best-ranked one, `According to [1], `, and may cite any other after that (asked in the
+    prompt only, the 0.5B model cited in 2 answers of 8; made to end on a citation, it rambled on
+    to reach one; left to pick the opening number itself, it named a gold file less often than
+    the search's first source is one: docs/answers.md). No number is followed by `|`: that is a
+    numbered code line of a source, copied out, which the small model otherwise starts doing.
+    Without sources it opens with prose, not with `[`."""
     text = "( [^0-9] | [0-9]+ [^0-9|] )* [0-9]*"
-    if not sources:
+    if not with_sources:
         return f"root ::= [^\\[ \\t\\n0-9#|] text\ntext ::= {text}\n"
-    numbers = " | ".join(f'"{n}"' for n in range(1, sources + 1))
-    return f'root ::= "According to [" ( {numbers} ) "], " text\ntext ::= {text}\n'
+    return f'root ::= "According to [1], " text\ntext ::= {text}\n'
 
 
 # --- Loops: an answer that repeats itself is stopped --------------------------------------------
@@ -417,7 +417,7 @@ class ChatService:
         limit = answer_token_limit(parsed.question or turn.message, self.budget.answer_tokens)
         yield "status", {"stage": "answer", "state": "start", "ms": None, "detail": ""}
         started = time.perf_counter()
-        decoding = replace(ANSWER_DECODING, grammar=answer_grammar(len(sources)))
+        decoding = replace(ANSWER_DECODING, grammar=answer_grammar(bool(sources)))
         stream = self.llm.stream("chat", messages, max_tokens=limit, decoding=decoding)
         citations, guard = Citations(sources), LoopGuard()
         looping = False
