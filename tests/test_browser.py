@@ -125,6 +125,8 @@ def test_codebase_question_sources_snippet_follow_up_and_clear(page, app_url):
     files = page.get_by_test_id("source-item").evaluate_all("els => els.map(e => e.dataset.file)")
     assert "shop/csv_parser.py" in files
     expect(page.get_by_test_id("sources")).to_contain_text("shop/csv_parser.py:")
+    # A trimmed source is in the context too: never "0 in context" when sources were packed.
+    expect(page.locator("#sources-meta")).to_contain_text(re.compile(r"[1-9]\d* in context.* of [\d,]+ tokens"))
     status = last_assistant(page).get_by_test_id("status-line")
     expect(status.locator(".stage[data-stage=search]")).to_have_attribute("data-state", "done")
     expect(status.locator(".stage[data-stage=answer]")).to_have_attribute("data-state", "done")

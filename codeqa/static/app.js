@@ -771,9 +771,11 @@ function sourcesMeta(sources) {
   const nodes = [h("span", { class: sources.reused ? "badge badge-reused" : "meta-label", text: sources.label })];
   const ctx = sources.context;
   if (ctx) {
-    const words = [`${ctx.included ?? 0} in context`];
-    if (ctx.trimmed) words.push(`${ctx.trimmed} trimmed`);
+    // A trimmed source is in the context too (its best lines and signatures), so it counts there.
+    const trimmed = ctx.trimmed ?? 0;
+    const words = [`${(ctx.included ?? 0) + trimmed} in context` + (trimmed ? ` (${trimmed} in part)` : "")];
     if (ctx.omitted) words.push(`${ctx.omitted} left out`);
+    if (ctx.budget) words.push(`${(ctx.tokens ?? 0).toLocaleString("en")} of ${ctx.budget.toLocaleString("en")} tokens`);
     nodes.push(h("span", { class: "meta-context", text: words.join(" · ") }));
   }
   return nodes;
