@@ -173,11 +173,11 @@ def test_model_is_discovered_when_none_is_configured() -> None:
 @pytest.mark.unit
 def test_decoding_sends_llama_cpp_fields_and_the_grammar_to_the_embedded_server_only() -> None:
     decoding = llm.Decoding(temperature=0.1, top_p=0.9, frequency_penalty=0.2, repeat_penalty=1.1,
-                            grammar="root ::= [a-z]+")
+                            grammar="root ::= [a-z]+", stop=("\n\nAgain",))
     fields, extra = decoding.request_fields(embedded=False)
     assert fields == {"temperature": 0.1, "top_p": 0.9, "frequency_penalty": 0.2} and extra == {}
     fields, extra = decoding.request_fields(embedded=True)
-    assert extra == {"repeat_penalty": 1.1, "top_k": 40, "grammar": "root ::= [a-z]+"}
+    assert extra == {"repeat_penalty": 1.1, "top_k": 40, "grammar": "root ::= [a-z]+", "stop": ["\n\nAgain"]}
 
 
 @pytest.mark.integration

@@ -110,6 +110,22 @@ def test_better_ranked_spans_get_their_bodies_first():
     del second
 
 
+def test_code_is_numbered_before_a_better_ranked_docs_page_which_keeps_its_lines_by_rank():
+    code, _, _ = make_module()
+    guide = FileText("docs/guide.rst", "rst", [f"Line {n} of the guide about stores." for n in range(1, 41)], [])
+    files = {code.path: code, guide.path: guide}
+    spans = [Span(guide.path, 1, 40, "@codebase", 0), Span(code.path, 1, len(code.lines), "@codebase", 1)]
+    packed = pack(spans, files, 250)
+    assert [s.path for s in numbered_sources(packed.text).values()] == ["pkg/store.py", "docs/guide.rst"]
+    assert list(packed_lines(packed.text)) == ["pkg/store.py", "docs/guide.rst"]
+    # Only the order moves: the same page under a name that is not prose keeps its place and lines.
+    config = FileText("docs/guide.cfg", "ini", guide.lines, [])
+    as_config = pack([Span(config.path, 1, 40, "@codebase", 0), spans[1]], {code.path: code, config.path: config}, 250)
+    assert list(packed_lines(as_config.text)) == ["docs/guide.cfg", "pkg/store.py"]
+    assert packed_lines(as_config.text)["docs/guide.cfg"] == packed_lines(packed.text)["docs/guide.rst"]
+    assert packed_lines(as_config.text)["pkg/store.py"] == packed_lines(packed.text)["pkg/store.py"]
+
+
 def test_notes_come_first_and_are_never_cut():
     module, _, _ = make_module()
     notes = ["@definition Nope: no such symbol; did you mean Store?", "x" * 200]

@@ -221,8 +221,10 @@ def cited_files(answer: str, sources: dict[int, Source]) -> set[str]:
 
 # --- Decoding: how the answer is sampled, and the embedded model's grammar ------------------------
 
-# Sampling for answers, measured with the embedded model (docs/answers.md).
-ANSWER_DECODING = Decoding(temperature=0.2, top_p=0.95, repeat_penalty=1.1)
+# Sampling for answers, measured with the embedded model (docs/answers.md). A new paragraph that
+# opens like the first ("According to [n], ...") is how the small model's template loops begin:
+# in the answer eval every such answer repeated its first paragraph or looped, so it ends there.
+ANSWER_DECODING = Decoding(temperature=0.2, top_p=0.95, repeat_penalty=1.1, stop=("\n\nAccording to",))
 
 
 def answer_grammar(with_sources: bool) -> str:

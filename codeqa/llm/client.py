@@ -59,8 +59,9 @@ class LLMStatus:
 @dataclass(frozen=True)
 class Decoding:
     """How an answer is sampled. The penalties fight the loops a small model falls into;
-    `repeat_penalty` and `top_k` are llama.cpp's own, so only the embedded server gets them (an
-    OpenAI endpoint refuses fields it does not know)."""
+    `repeat_penalty` and `top_k` are llama.cpp's own, and the grammar and stops are tuned to the
+    small model, so only the embedded server gets them (an OpenAI endpoint refuses fields it does
+    not know)."""
 
     temperature: float = 0.2
     top_p: float = 1.0
@@ -69,6 +70,7 @@ class Decoding:
     repeat_penalty: float = 1.0
     top_k: int = 40
     grammar: str = ""  # a llama.cpp GBNF grammar the answer must follow
+    stop: tuple[str, ...] = ()  # text that ends the answer where it would start
 
     def request_fields(self, embedded: bool) -> tuple[dict[str, object], dict[str, object]]:
         """(OpenAI API fields, llama.cpp's extra fields) of a request; the extras only when embedded."""
@@ -80,6 +82,8 @@ class Decoding:
         extra: dict[str, object] = {"repeat_penalty": self.repeat_penalty, "top_k": self.top_k} if embedded else {}
         if embedded and self.grammar:
             extra["grammar"] = self.grammar
+        if embedded and self.stop:
+            extra["stop"] = list(self.stop)
         return fields, extra
 
 

@@ -17,6 +17,9 @@ No body line is taken while a line of tiers 1–2 is left out, so a small budget
 skeleton (class header, method signatures, `...` where bodies were) instead of the first
 screenful of one snippet. Lines are never cut and carry their line numbers (`41|code`).
 
+Files are shown best-ranked first, code before prose: a docs page that ranked above the code
+still gets its lines by rank, but is shown after the code, so source [1], which the embedded
+model's answer opens from, is the best code (docs/answers.md measures it).
 Sources are numbered in the order the text shows them, each headed `[n] path:start-end  Name`
 under its file's `### path (labels)` heading, so a model can cite one by its number and the
 app can write that number out as the source's `path:line` (`numbered_sources` reads the
@@ -31,6 +34,8 @@ import re
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from codeqa.parsing.languages import DOC_LANGUAGES, language_for
 
 MATCHED, SIGNATURE, NEAR, BODY = range(4)
 NEAR_LINES = 2  # lines either side of a matched line that count as its neighbourhood
@@ -354,6 +359,10 @@ def _file_groups(spans: Sequence[Span], files: Mapping[str, FileText]) -> list[_
     return sorted(groups, key=lambda g: (g.best, g.text.path))
 
 
+def _is_prose(group: _FileGroup) -> bool:
+    return language_for(group.text.path) in DOC_LANGUAGES
+
+
 def pack(spans: Sequence[Span], files: Mapping[str, FileText], budget_tokens: int,
          notes: Sequence[str] = ()) -> Packed:
     """Pack spans (of files in `files`) and notes into at most `budget_tokens` tokens."""
@@ -386,7 +395,7 @@ def pack(spans: Sequence[Span], files: Mapping[str, FileText], budget_tokens: in
         insort(source.shown, line)
     numbered: list[Source] = []
     rendered: list[str] = []
-    for group in groups:
+    for group in sorted(groups, key=_is_prose):  # stable: by rank among code, then among prose
         if group.shown:
             shown_sources, block = group.render(len(numbered) + 1)
             numbered += shown_sources
