@@ -126,6 +126,14 @@ def test_code_is_numbered_before_a_better_ranked_docs_page_which_keeps_its_lines
     assert packed_lines(as_config.text)["pkg/store.py"] == packed_lines(packed.text)["pkg/store.py"]
 
 
+def test_a_files_best_ranked_source_is_numbered_first():
+    code, _, _ = make_module()
+    helper = code.definitions[-1]
+    spans = [Span(code.path, 3, 12, "@codebase", 2), Span(code.path, helper.start, helper.end, "@codebase", 1)]
+    sources = numbered_sources(pack(spans, {code.path: code}, 2000).text)
+    assert (sources[1].start, sources[2].start) == (helper.start, 3)
+
+
 def test_notes_come_first_and_are_never_cut():
     module, _, _ = make_module()
     notes = ["@definition Nope: no such symbol; did you mean Store?", "x" * 200]

@@ -17,9 +17,10 @@ No body line is taken while a line of tiers 1–2 is left out, so a small budget
 skeleton (class header, method signatures, `...` where bodies were) instead of the first
 screenful of one snippet. Lines are never cut and carry their line numbers (`41|code`).
 
-Files are shown best-ranked first, code before prose: a docs page that ranked above the code
-still gets its lines by rank, but is shown after the code, so source [1], which the embedded
-model's answer opens from, is the best code (docs/answers.md measures it).
+Files are shown best-ranked first, code before prose, and a file's sources best-ranked first: a
+docs page that ranked above the code still gets its lines by rank, but is shown after the code,
+so source [1], which the embedded model's answer opens from, is the best code (docs/answers.md
+measures it).
 Sources are numbered in the order the text shows them, each headed `[n] path:start-end  Name`
 under its file's `### path (labels)` heading, so a model can cite one by its number and the
 app can write that number out as the source's `path:line` (`numbered_sources` reads the
@@ -319,7 +320,8 @@ class _FileGroup:
         return extra + source.added_chars(line)
 
     def render(self, first_number: int) -> tuple[list[Source], str]:
-        shown = [s for s in self.sources if s.shown]
+        """The file's shown sources, best-ranked first (the answer opens from [1]), numbered on."""
+        shown = sorted((s for s in self.sources if s.shown), key=lambda s: (s.best, s.low))
         rendered = [s.render(first_number + i) for i, s in enumerate(shown)]
         return [source for source, _ in rendered], self.heading + "\n".join(block for _, block in rendered)
 
