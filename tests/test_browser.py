@@ -160,6 +160,26 @@ def test_codebase_question_sources_snippet_follow_up_and_clear(page, app_url):
     expect(page.locator("[data-testid=message]")).to_have_count(0)
 
 
+def test_a_question_sent_before_the_history_loads_stays_on_the_page(browser, app_url):
+    context = browser.new_context()  # a user of their own: an empty history
+    try:
+        page = context.new_page()
+        held = []
+        page.route("**/api/history?**", lambda route: held.append(route))  # answered only when released
+        page.goto(app_url)
+        ask(page, "@codebase where is the cart total computed?")
+        expect(page.locator("[data-testid=message][data-role=user]")).to_have_count(1)
+        while not held:
+            page.wait_for_timeout(50)
+        held[0].continue_()
+        expect(page.locator("#messages")).to_have_attribute("data-state", "ready")
+        wait_answer_done(page)
+        expect(page.locator("[data-testid=message][data-role=user]")).to_have_count(1)
+        expect(last_assistant(page).get_by_test_id("answer")).not_to_be_empty()
+    finally:
+        context.close()
+
+
 def test_two_users_never_see_each_other(browser, app_url):
     alice = browser.new_context()
     bob = browser.new_context()

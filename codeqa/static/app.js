@@ -498,6 +498,8 @@ function setMessageSources(parts, sources) {
 }
 
 function renderHistory(messages) {
+  // A question sent while the history was loading stays, after the earlier turns.
+  const live = [...el.messages.children];
   el.messages.replaceChildren();
   let lastSources = null;
   for (const message of messages) {
@@ -513,7 +515,8 @@ function renderHistory(messages) {
     }
     renderMarkdown(parts.answer, message.content || "", hits, true);
   }
-  showSources(lastSources);
+  el.messages.append(...live);
+  if (!live.length) showSources(lastSources);
   updateWelcome();
   const box = scrollContainer();
   box.scrollTop = box.scrollHeight;
