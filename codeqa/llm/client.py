@@ -232,8 +232,6 @@ class LLMClient:
                 raise
             return chunks, first, deltas
 
-        if self.embedded and self.server is not None:
-            answer.prompt_tokens = self.server.count_prompt_tokens(messages)
         chunks, first, deltas = self._with_retries(open_stream)
         try:
             if first is not None:
@@ -246,6 +244,10 @@ class LLMClient:
             raise LLMUnavailable(f"{reason} (the answer was cut off)") from exc
         finally:
             chunks.close()
+            if self.embedded and self.server is not None:
+                # Counted once the answer is over: the server is surely up by then (before the first
+                # answer it is not), and its tokenizer waits while it generates.
+                answer.prompt_tokens = self.server.count_prompt_tokens(messages)
 
     def status(self) -> LLMStatus:
         """Is an LLM reachable? Pings the endpoint (GET /models) but never generates."""
