@@ -575,7 +575,10 @@ class RepoTables:
         name = table_name(self.info, kind)
         if name not in existing:
             return self.db.create_table(name, schema=schema, exist_ok=True)
-        return self.db.open_table(name)
+        try:
+            return self.db.open_table(name)
+        except ValueError:  # a run killed while it created the table left its folder, no version
+            return self.db.create_table(name, schema=schema, mode="overwrite")
 
     @property
     def symbol_tables(self):
