@@ -130,10 +130,24 @@ def test_a_lock_left_by_a_killed_process_is_taken_over_at_once(tmp_path):
         assert index_lock.holder(db, "shared").pid == os.getpid()
 
 
+def test_tables_a_killed_first_run_left_half_created_are_created_again(tmp_path):
+    """`kill -9` while the first run creates the lock or registry table leaves the table's folder
+    with no version: listed, but never openable. The next run must not fail on it."""
+    for table in (index_lock.LOCK_TABLE, create_tables.REGISTRY_TABLE):
+        (tmp_path / "db" / f"{table}.lance" / "_versions").mkdir(parents=True)
+    db = lancedb.connect(str(tmp_path / "db"))
+    with pytest.raises(ValueError, match="was not found"):
+        db.open_table(index_lock.LOCK_TABLE)
+    with RepoLock(db, "shared", "index").held(wait=0):
+        assert index_lock.holder(db, "shared").pid == os.getpid()
+        tiny_repo(tmp_path / "db")
+    assert [repo.name for repo in create_tables.list_repos(db)] == ["tiny"]
+
+
 def plant_lock(db, host: str, heartbeat_age: float, purpose: str = "rebuild") -> None:
     """A lock row as a run on another machine would have written it."""
     now = time.time()
-    table = index_lock._lock_table(db)
+    table = create_tables.open_or_create_table(db, index_lock.LOCK_TABLE, index_lock.LOCK_SCHEMA)
     table.add(pa.Table.from_pylist([{
         "name": "shared", "owner": "other-machine", "purpose": purpose, "host": host, "pid": 1,
         "process_started": 0.0, "acquired_at": now - heartbeat_age - 5, "heartbeat_at": now - heartbeat_age,
@@ -149,7 +163,7 @@ def test_another_machines_lock_holds_until_its_lease_runs_out(tmp_path):
     assert busy.value.exit_code == 75 and busy.value.http_status == 409
     assert index_lock.holder(db, "shared").host == "build-2"
 
-    index_lock._lock_table(db).delete("name = 'shared'")
+    create_tables.open_or_create_table(db, index_lock.LOCK_TABLE, index_lock.LOCK_SCHEMA).delete("name = 'shared'")
     plant_lock(db, "build-2", heartbeat_age=index_lock.LEASE_SECONDS + 1)
     with RepoLock(db, "shared", "index").held(wait=0):
         assert index_lock.holder(db, "shared").host == socket.gethostname()
@@ -160,12 +174,12 @@ def test_a_run_whose_lock_was_taken_over_stops(tmp_path):
     lock = RepoLock(db, "shared", "index", lease=0.4)  # heartbeats every 0.1 s
     lock.acquire()
     lock.check()
-    index_lock._lock_table(db).update(where="name = 'shared'", values={"owner": "someone-else"})
+    create_tables.open_or_create_table(db, index_lock.LOCK_TABLE, index_lock.LOCK_SCHEMA).update(where="name = 'shared'", values={"owner": "someone-else"})
     assert lock._lost.wait(timeout=30)
     with pytest.raises(index_lock.LockLostError, match="took over the index lock of 'shared'"):
         lock.check()
     lock.release()
-    assert index_lock._read(index_lock._lock_table(db), "shared").owner == "someone-else"  # not ours to delete
+    assert index_lock._read(create_tables.open_or_create_table(db, index_lock.LOCK_TABLE, index_lock.LOCK_SCHEMA), "shared").owner == "someone-else"  # not ours to delete
 
 
 # --- Two real index runs at once, through the CLI ------------------------------------------------

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import logging
 import os
 import re
 import secrets
@@ -49,6 +50,8 @@ from codeqa.core.errors import CodeQAError, UnavailableError, one_line
 from codeqa.parsing.languages import DOC_KIND, MODULE_KIND
 from codeqa.core.records import ManifestEntry, RepoInfo
 from codeqa.indexing.repo_files import decode_text, hash_bytes
+
+log = logging.getLogger("codeqa.index")
 
 REGISTRY_TABLE = "codeqa_repos"
 # The layout of a repo's tables and what the parser puts in them. A repo written with another
@@ -405,16 +408,31 @@ def table_names(db: lancedb.DBConnection) -> set[str]:
             return names
 
 
+SETTLE_TRIES = 20  # a race between runs that start together is retried this many times,
+SETTLE_SECONDS = 0.05  # this far apart, before it is taken for what a killed run left behind
+
+
+def open_or_create_table(db: lancedb.DBConnection, name: str, schema: pa.Schema):
+    """Open table `name`, creating it empty if it is missing. A table that is listed but has no
+    version yet is either being created by another run at this instant (it opens a moment later)
+    or was left half-created by a run killed while creating it (it never will): once the settle
+    time has passed, it is created again, empty, so a `kill -9` never breaks the next run."""
+    for _ in range(SETTLE_TRIES):
+        try:
+            if name not in table_names(db):
+                return db.create_table(name, schema=schema, exist_ok=True)
+            return db.open_table(name)
+        except (ValueError, OSError, RuntimeError):  # no version yet: being created, or never will be
+            time.sleep(SETTLE_SECONDS)
+    log.warning("table %s was left half-created by an interrupted run: creating it again", name)
+    return db.create_table(name, schema=schema, mode="overwrite")
+
+
 def _registry(db: lancedb.DBConnection):
     """The registry table, created if missing. One written before it declared `name` its key is
     rewritten with the key in one commit (a registry is a few rows); columns added since (the
     layout version) are added."""
-    if REGISTRY_TABLE not in table_names(db):
-        try:
-            return db.create_table(REGISTRY_TABLE, schema=REGISTRY_SCHEMA, exist_ok=True)
-        except ValueError:  # another process was creating it at this moment: it exists now
-            time.sleep(0.2)
-    table = db.open_table(REGISTRY_TABLE)
+    table = open_or_create_table(db, REGISTRY_TABLE, REGISTRY_SCHEMA)
     _add_missing_columns(table, REGISTRY_SCHEMA)
     if has_primary_key(table, "name"):
         return table
@@ -575,10 +593,7 @@ class RepoTables:
         name = table_name(self.info, kind)
         if name not in existing:
             return self.db.create_table(name, schema=schema, exist_ok=True)
-        try:
-            return self.db.open_table(name)
-        except ValueError:  # a run killed while it created the table left its folder, no version
-            return self.db.create_table(name, schema=schema, mode="overwrite")
+        return open_or_create_table(self.db, name, schema)
 
     @property
     def symbol_tables(self):

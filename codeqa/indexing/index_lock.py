@@ -38,7 +38,8 @@ import lancedb
 import psutil
 import pyarrow as pa
 
-from codeqa.indexing.create_tables import key_field, sql_quote, table_names
+from codeqa.indexing.create_tables import (SETTLE_SECONDS, SETTLE_TRIES, key_field, open_or_create_table,
+                                           sql_quote, table_names)
 from codeqa.core.errors import CodeQAError, user_error
 
 log = logging.getLogger("codeqa.lock")
@@ -46,8 +47,6 @@ log = logging.getLogger("codeqa.lock")
 LOCK_TABLE = "codeqa_locks"
 LEASE_SECONDS = 60.0
 POLL_SECONDS = 1.0
-SETTLE_TRIES = 20  # a race that leaves no visible holder is retried at once, this many times,
-SETTLE_SECONDS = 0.05  # this far apart, before a run reports the lock busy or the table missing
 
 LOCK_SCHEMA = pa.schema([
     key_field("name"),  # the repo's name
@@ -112,24 +111,6 @@ def _process_alive(pid: int, started: float) -> bool:
         return False
 
 
-def _lock_table(db: lancedb.DBConnection):
-    """The lock table, created by whichever run comes first. Runs that start together race to
-    create it: a loser may find the table's directory before the winner's first commit is in,
-    and opening it then fails with "not found", so it retries for a moment."""
-    for _ in range(SETTLE_TRIES - 1):
-        try:
-            return _create_or_open_lock_table(db)
-        except (ValueError, OSError, RuntimeError):  # another run is creating it right now
-            time.sleep(SETTLE_SECONDS)
-    return _create_or_open_lock_table(db)
-
-
-def _create_or_open_lock_table(db: lancedb.DBConnection):
-    if LOCK_TABLE not in table_names(db):
-        return db.create_table(LOCK_TABLE, schema=LOCK_SCHEMA)
-    return db.open_table(LOCK_TABLE)
-
-
 def _read(table, name: str) -> LockHolder | None:
     table.checkout_latest()
     rows = table.search().where(f"name = {sql_quote(name)}").limit(None).to_list()
@@ -182,7 +163,7 @@ class RepoLock:
     def acquire(self, wait: float = 0.0) -> None:
         """Take the lock, waiting up to `wait` seconds for another run to finish; else
         `IndexBusyError` naming the holder."""
-        self._table = _lock_table(self.db)
+        self._table = open_or_create_table(self.db, LOCK_TABLE, LOCK_SCHEMA)
         deadline = time.monotonic() + max(0.0, wait)
         settle = 0
         while True:
