@@ -60,6 +60,17 @@ def _env_bool(name: str, default: bool) -> bool:
     return raw in {"1", "true", "yes", "on"}
 
 
+# Platforms a search can prefer among platform twins (search/twins.py knows their folder words).
+PLATFORMS = ("linux", "darwin", "freebsd", "windows", "android", "ios", "wasm")
+
+
+def _env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = _env(name, default).strip().lower() or default
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
 def _env_list(name: str) -> tuple[str, ...]:
     """A comma-separated setting as its non-empty items, lowercased (host names and origins)."""
     return tuple(item.strip().lower() for item in _env(name).split(",") if item.strip())
@@ -114,6 +125,9 @@ class Settings:
     # How far below normal CPU priority the embedded LLM server and index runs work (POSIX nice
     # 0-19): on a machine with few cores, the web app's searches go first.
     background_niceness: int = 10
+
+    # Search: the platform whose file of a set of platform twins (`unix/`, `win/`) is listed first
+    platform: str = "linux"
 
     # Reranking
     rerank: bool = False
@@ -176,6 +190,7 @@ class Settings:
             local_llm_threads=_env_int("CODEQA_LOCAL_LLM_THREADS", 1),
             local_llm_prompt_threads=_env_int("CODEQA_LOCAL_LLM_PROMPT_THREADS", usable_cores()),
             background_niceness=_env_niceness("CODEQA_BACKGROUND_NICENESS", 10),
+            platform=_env_choice("CODEQA_PLATFORM", "linux", PLATFORMS),
             rerank=_env_bool("CODEQA_RERANK", False),
             colbert_model=_env("CODEQA_COLBERT_MODEL", "answerdotai/answerai-colbert-small-v1"),
             context_tokens=_env_int("CODEQA_CONTEXT_TOKENS", 1800),

@@ -141,6 +141,10 @@ class LanguageSpec:
     # interpreters whose `#!` line makes an extensionless script one of its files.
     file_names: tuple[str, ...] = ()
     interpreters: tuple[str, ...] = ()
+    # File names that make a file its folder's entry, the file the module is reached through
+    # (`mod.rs`, `index.ts`, `__init__.py`). Files named like their folder are entries in every
+    # language (search/structure.py).
+    entry_names: tuple[str, ...] = ()
 
 
 _C_BODY_TYPES = frozenset({"compound_statement", "field_declaration_list", "enumerator_list"})
@@ -178,6 +182,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             wrappers=MappingProxyType({"decorated_definition": False}),
             constructor_names=frozenset({"__init__"}),
             doc_style="docstring",
+            entry_names=("__init__.py",),
             interpreters=("python", "python2", "python3", "pypy", "pypy3"),
         ),
         LanguageSpec(
@@ -208,6 +213,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             package_scope=False,
             body_types=frozenset({"statement_block", "class_body"}),
             interpreters=("node", "nodejs", "bun"),
+            entry_names=("index.js", "index.jsx", "index.mjs", "index.cjs"),
             **_ECMASCRIPT,
         ),
         LanguageSpec(
@@ -222,6 +228,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             family="javascript",
             **_ECMASCRIPT,
             interpreters=("ts-node", "deno", "tsx"),
+            entry_names=("index.ts", "index.tsx", "index.mts"),
             variants=MappingProxyType(
                 {".tsx": GrammarVariant(tree_sitter_typescript.language_tsx,
                                         ("ecmascript.scm", "typescript.scm", "jsx.scm",
@@ -249,6 +256,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             prefix_types=frozenset({"attribute_item"}),
             factory_names=frozenset({"new"}),
             inner_doc_prefixes=("//!", "/*!"),
+            entry_names=("mod.rs", "lib.rs", "main.rs"),
         ),
         LanguageSpec(
             name="go",
@@ -360,6 +368,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             body_types=frozenset({"block"}),
             factory_names=frozenset({"new"}),  # RateLimiter.new(...) by convention
             interpreters=("lua", "luajit"),
+            entry_names=("init.lua",),
         ),
         LanguageSpec(
             name="elixir",
@@ -387,6 +396,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             body_types=frozenset({"block", "struct_declaration", "enum_declaration",
                                   "union_declaration"}),
             factory_names=frozenset({"init"}),  # Ledger.init() by convention
+            entry_names=("main.zig", "root.zig"),
         ),
         LanguageSpec(
             name="dart",
@@ -656,6 +666,12 @@ def section_format(language: str) -> TextFormat | None:
     """The text format of a language whose files are cut into sections by a heading pattern."""
     fmt = TEXT_FORMATS.get(language)
     return fmt if fmt is not None and fmt.section is not None else None
+
+
+def entry_names(language: str) -> tuple[str, ...]:
+    """File names that make a file of `language` its folder's entry (`LanguageSpec.entry_names`)."""
+    spec = LANGUAGES.get(language)
+    return spec.entry_names if spec is not None else ()
 
 
 def language_family(language: str) -> str:

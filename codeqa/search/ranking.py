@@ -35,6 +35,7 @@ import numpy as np
 
 from codeqa.indexing.create_tables import code_tokens
 from codeqa.parsing.languages import CLASS_KINDS, DOC_LANGUAGES, FILE_KIND, MODULE_KIND
+from codeqa.search.structure import RepoLayout, structure_features
 
 if TYPE_CHECKING:
     from codeqa.search.retrieval import Hit
@@ -57,9 +58,15 @@ FEATURES = (
     "exact",  # the question names one of its symbols, or the file, exactly
     "test",  # role test, and the question is not about tests
     "test_asked",  # role test, and the question is about tests
-    "non_source",  # role example, benchmark, docs, generated or vendored
+    "non_source",  # role example, benchmark, docs, generated or vendored, and the question asks for code
+    "prose_asked",  # one of those roles, and the question asks for docs or an example
     "uses_strong",  # log(1 + strong rows this file uses): it calls what matched
     "used_by_strong",  # log(1 + strong rows' files that use this file's rows)
+    "entry",  # a module's entry file (structure.py)
+    "hub",  # log(1 + the evidence inside the module it is the entry of)
+    "name_asked",  # share of its module's name that the question uses
+    "folder_asked",  # the question uses the name of a folder on its path
+    "central",  # personalised PageRank in the candidates' reference graph, / the best's
 )
 DEFINITION_FEATURES = (
     "pool_rr",  # 1 / the row's rank in the symbol pool (0: not in it)
@@ -94,9 +101,11 @@ class FileHit:
     features: dict[str, float] = field(default_factory=dict)
     definitions: list["Definition"] = field(default_factory=list)  # weighed, best first (the best files only)
     relevance: float = 0.0  # what a reader is shown as its score (retrieval._show_relevance)
+    twins: list[str] = field(default_factory=list)  # the same file for other platforms, listed beside it (twins.py)
 
     def to_json(self) -> dict:
         return {"path": self.path, "score": round(self.relevance, 4), "role": self.role, "language": self.language,
+                "twins": self.twins,
                 "symbols": [{"id": h.id, "kind": h.kind, "qualified_name": h.qualified_name,
                              "start_line": h.start_line, "end_line": h.end_line} for h in self.symbols]}
 
@@ -154,9 +163,12 @@ def default_symbol_ranker() -> LinearRanker:
     return LinearRanker.load(SYMBOL_RANKER_FILE, DEFINITION_FEATURES)
 
 
-def file_features(bm25_files: list[dict], hits: list["Hit"], about_tests: bool) -> dict[str, FileHit]:
+def file_features(bm25_files: list[dict], hits: list["Hit"], about_tests: bool, about_prose: bool = False,
+                  terms: Sequence[str] = (), layout: RepoLayout | None = None) -> dict[str, FileHit]:
     """Every file with evidence, unscored: `bm25_files` are file rows best first (with `_score`),
-    `hits` the symbol pool best first."""
+    `hits` the symbol pool best first, `terms` the question's tokens. With the repository's
+    `layout`, the structure features are set too, and the entry files of the modules the
+    evidence points into join the candidates (structure.py)."""
     by_file: dict[str, list[Hit]] = {}
     for hit in hits:
         by_file.setdefault(hit.file_path, []).append(hit)
@@ -173,11 +185,19 @@ def file_features(bm25_files: list[dict], hits: list["Hit"], about_tests: bool) 
     for rank, row in enumerate(bm25_files, 1):
         file = files.setdefault(row["file_path"], FileHit(row["file_path"], 0.0, row["role"], row["language"], []))
         file.features.update(bm25_rr=1.0 / rank, bm25_rel=row["_score"] / top_bm25)
+    if layout is not None:
+        prior = sorted(files, key=lambda p: -(files[p].features.get("sym_rr", 0.0) + files[p].features.get("bm25_rr", 0.0)))
+        hubs = layout.hubs(prior)
+        for path in hubs:
+            if path not in files and path in layout.files:
+                role, language = layout.files[path]
+                files[path] = FileHit(path, 0.0, role, language, [])
+        structure_features(files, hits, terms, layout, hubs)
     _graph_features(files, hits)
     for file in files.values():
-        test = file.role == "test"
+        test, prose = file.role == "test", file.role in NON_SOURCE_ROLES
         file.features.update(test=float(test and not about_tests), test_asked=float(test and about_tests),
-                             non_source=float(file.role in NON_SOURCE_ROLES))
+                             non_source=float(prose and not about_prose), prose_asked=float(prose and about_prose))
     return files
 
 
@@ -205,9 +225,10 @@ def _strong_rows(hits: list["Hit"]) -> list["Hit"]:
     return [h for h in hits if h.kind != FILE_KIND and h.table != "modules"][:STRONG_HITS]
 
 
-def rank_files(bm25_files: list[dict], hits: list["Hit"], about_tests: bool, ranker: LinearRanker) -> list[FileHit]:
+def rank_files(bm25_files: list[dict], hits: list["Hit"], about_tests: bool, ranker: LinearRanker,
+               about_prose: bool = False, terms: Sequence[str] = (), layout: RepoLayout | None = None) -> list[FileHit]:
     """Every file with evidence, scored by `ranker` (`default_ranker()` in search), best first."""
-    files = list(file_features(bm25_files, hits, about_tests).values())
+    files = list(file_features(bm25_files, hits, about_tests, about_prose, terms, layout).values())
     for file in files:
         file.features = {name: file.features.get(name, 0.0) for name in FEATURES}
         file.score = ranker.score(file.features)

@@ -44,6 +44,8 @@ from codeqa.search.overloads import Signed, declared_names, group_declarations
 from codeqa.search.ranking import (DEFINITION_FILES, FileHit, LinearRanker, default_ranker, default_symbol_ranker,
                      definition_features, file_probability, hits_in_file_order, rank_definitions,
                      rank_files)
+from codeqa.search.structure import RepoLayout
+from codeqa.search.twins import group_twins
 
 if TYPE_CHECKING:
     from codeqa.llm.client import LLMClient
@@ -65,6 +67,7 @@ ANN_EF = 100  # HNSW search breadth where a table has a vector index (recall@30 
 # Tests restate the code they test; unless the question is about tests, they rank a bit lower.
 # Measured on the eval: file hit@5 0.741 → 0.793, MRR 0.450 → 0.486 (0.6 scored the same).
 TEST_FILE_WEIGHT = 0.8
+LAYOUTS_KEPT = 8  # repositories' structures kept in memory (a few MB each at most)
 FILE_BM25_POOL = 50  # files whole-file BM25 ranks, as evidence for the file ranking (ranking.py)
 MAX_FILE_TERMS = 400  # distinct query terms whole-file BM25 matches (a long report has ~300)
 # Where a file's definitions and module-level code are (docs sections and file rows left out).
@@ -75,6 +78,9 @@ DEFINITION_COLUMNS = ["id", "kind", "name", "qualified_name", "file_path", "star
                       "role", "reference_count", "declaration", "search_text", "vector"]
 RRF_K = 60  # reciprocal-rank fusion of a report's query vectors (LanceDB's own constant)
 _TEST_WORDS = re.compile(r"\btests?\b|\bspecs?\b|pytest|unittest", re.IGNORECASE)
+# A question asking for prose rather than code: docs and examples then rank as the code does.
+_PROSE_WORDS = re.compile(r"\b(?:docs?|documentation|documented|examples?|tutorials?|guides?|readme|samples?|demos?)\b",
+                          re.IGNORECASE)
 
 
 Progress = Callable[[str, str, "float | None", str], None]
@@ -245,6 +251,7 @@ class ParsedQuery:
     symbols: tuple[str, ...]  # code-shaped names the question mentions
     files: tuple[str, ...]  # file names or paths it mentions
     about_tests: bool = False  # the question is about tests: don't rank test files lower
+    about_prose: bool = False  # the question asks for docs or an example: don't rank them lower
     pieces: tuple[str, ...] = ()  # a report's code blocks and error lines, embedded on their own
     whole_name: str = ""  # the query is this one name, qualified name or file name, and nothing else
 
@@ -286,7 +293,7 @@ def parse_query(text: str) -> ParsedQuery:
     semantic = prose if len(prose) <= EMBED_QUERY_CHARS else (
         prose[:EMBED_QUERY_CHARS].rsplit("\n", 1)[0] + "\n" + " ".join(symbols[:40]))
     return ParsedQuery(text, semantic, " ".join(keywords), tuple(symbols[:20]), tuple(files[:10]),
-                       bool(_TEST_WORDS.search(text)), pieces, whole_name)
+                       bool(_TEST_WORDS.search(text)), bool(_PROSE_WORDS.search(text)), pieces, whole_name)
 
 
 def _whole_name(text: str) -> str:
@@ -376,6 +383,7 @@ class Retriever:
         # (table, version, file) → its light rows with their vectors: the best files of one
         # question are often the best files of the next.
         self._definitions: OrderedDict[tuple[str, int, str], list[LightRow]] = OrderedDict()
+        self._layouts: OrderedDict[tuple[str, int], RepoLayout] = OrderedDict()  # (table, version) → layout
         # Shared by concurrent requests: a search queues about ten short queries here (each row
         # table's BM25 and vector queries, whole-file BM25, exact-name lookups); none waits on another.
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="codeqa-table")
@@ -405,6 +413,23 @@ class Retriever:
                 self._tables[key] = (repo.prefix, table)
         table.checkout_latest()
         return table
+
+    def _layout(self, repo: create_tables.RepoInfo) -> RepoLayout:
+        """The repository's structure (structure.RepoLayout) at its current index version, built
+        once per version from the file rows (every indexed file has one)."""
+        table = self._table(repo, "modules")
+        key = (table.name, table.version)
+        with self._lock:
+            layout = self._layouts.get(key)
+        if layout is None:
+            rows = (table.search().where(f"kind = '{FILE_KIND}'").select(["file_path", "role", "language"])
+                    .limit(None).to_arrow().to_pylist())
+            layout = RepoLayout.of({row["file_path"]: (row["role"], row["language"]) for row in rows})
+            with self._lock:
+                self._layouts[key] = layout
+                while len(self._layouts) > LAYOUTS_KEPT:
+                    self._layouts.popitem(last=False)
+        return layout
 
     def search(self, repo_name: str, query: str, options: SearchOptions | None = None,
                query_id: str | None = None, progress: Progress | None = None) -> SearchResult:
@@ -497,7 +522,9 @@ class Retriever:
         hits, rerank = self._rerank(parsed, pool, options, stages, notices, report)
         with stages.time("files"):
             bm25_files = file_rows.result() if file_rows is not None else []
-            candidates = rank_files(bm25_files, hits, parsed.about_tests, self.file_ranker)
+            candidates = rank_files(bm25_files, hits, parsed.about_tests, self.file_ranker, parsed.about_prose,
+                                    parsed.terms, self._layout(repo))
+            candidates = group_twins(candidates, self.settings.platform)
         if options.definitions:
             with stages.time("definitions"):
                 self._rank_definitions(repo, candidates[:min(options.k, DEFINITION_FILES)], hits, parsed,
@@ -940,7 +967,7 @@ def _with_question(generated: ParsedQuery, question: ParsedQuery) -> ParsedQuery
     keywords = list(dict.fromkeys(question.keywords.split() + generated.keywords.split()))[:MAX_KEYWORDS]
     semantic = (generated.text[:EMBED_QUERY_CHARS // 2] + "\n" + question.semantic)[:EMBED_QUERY_CHARS * 2]
     return ParsedQuery(generated.text, semantic, " ".join(keywords), question.symbols, question.files,
-                       question.about_tests)
+                       question.about_tests, question.about_prose)
 
 
 def _snippets_for_expansion(hits: list[Hit]) -> str:

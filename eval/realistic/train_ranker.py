@@ -89,6 +89,27 @@ def examples(items: list[Item], store: SnapshotStore, base: Settings) -> dict[st
     return groups
 
 
+def howto_groups(cache: Path, base: Settings) -> list[dict]:
+    """File-model groups from the how-it-works eval's train items that have a snapshot in
+    `cache` (its run.py builds them): every candidate file, labelled 1 when the passage named it."""
+    from codeqa.search.retrieval import Retriever, SearchOptions
+    from howto.items import load_items as load_howto_items
+
+    store = SnapshotStore(cache)
+    groups: list[dict] = []
+    retrievers: dict[tuple[str, str], Retriever] = {}
+    for item in load_howto_items():
+        snapshot = store.load(item.repo, item.commit) if item.split == "train" else None
+        if snapshot is None:
+            continue
+        retriever = retrievers.setdefault((item.repo, item.commit), Retriever(snapshot.settings(base)))
+        result = retriever.search(snapshot.index_name, item.query, SearchOptions(**SEARCH_DEFAULTS))
+        gold = set(item.gold_paths)
+        groups.append({"repo": item.repo, "kind": "howto", "candidates": [
+            (f.path in gold, [f.features[name] for name in FEATURES]) for f in result.file_candidates]})
+    return groups
+
+
 def hit_at(groups: list[dict], ranker: LinearRanker, model: Model) -> float:
     """Share of groups with a positive among the ranker's top `model.top` candidates."""
     hits = 0
@@ -119,10 +140,15 @@ def train(name: str, groups: list[dict], dry_run: bool, items: int) -> None:
         by_repo[group["repo"]].append(group)
     print(f"{name}: {len(groups)} groups from {len(by_repo)} repositories; hit@{model.top} shipped → learned")
     print(f"  in-sample: {hit_at(groups, shipped, model):.3f} → {hit_at(groups, learned, model):.3f}")
+    left_out: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for repo, held in sorted(by_repo.items()):
         rest = fit([g for g in groups if g["repo"] != repo], model)
-        print(f"  {repo} left out ({len(held)}): {hit_at(held, shipped, model):.3f} → "
-              f"{hit_at(held, rest, model):.3f}")
+        before, after = hit_at(held, shipped, model), hit_at(held, rest, model)
+        left_out[held[0].get("kind", "bug report")] += [(before, after)] * len(held)
+        print(f"  {repo} left out ({len(held)}): {before:.3f} → {after:.3f}")
+    for kind, pairs in sorted(left_out.items()):
+        print(f"  {kind}, each repository left out in turn ({len(pairs)} groups): "
+              f"{sum(b for b, _ in pairs) / len(pairs):.3f} → {sum(a for _, a in pairs) / len(pairs):.3f}")
     print("  weights: " + ", ".join(f"{feature} {weight:+.3f}" for feature, weight in learned.weights.items()))
     if dry_run:
         return
@@ -144,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repos", nargs="+", metavar="OWNER/NAME", help="only these train repositories")
     parser.add_argument("--limit", type=int, help="each repository's N earliest items")
     parser.add_argument("--cache", type=Path, help="the eval cache (default: $CODEQA_EVAL_CACHE)")
+    parser.add_argument("--howto-cache", type=Path, metavar="DIR",
+                        help="also train the file model on the how-it-works eval's train items indexed in DIR "
+                             "(eval/howto/run.py --split train --cache DIR)")
     parser.add_argument("--dry-run", action="store_true", help="report only; leave the model files as they are")
     args = parser.parse_args(argv)
     store = SnapshotStore(args.cache or default_cache())
@@ -154,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     groups = examples(items, store, Settings.from_env())
+    if args.howto_cache:
+        groups["files"] += howto_groups(args.howto_cache, Settings.from_env())
     for name in args.model:
         train(name, groups[name], args.dry_run, len(items))
     return 0

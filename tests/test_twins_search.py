@@ -1,0 +1,48 @@
+"""Platform twins on a real index: `src/unix/fs.c` and `src/win/fs.c` are listed together, the
+configured platform's first, and neither hides the other (issue 32, item 3)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from conftest import ROOT, settings_for
+from codeqa.search.retrieval import Retriever, SearchOptions
+
+pytestmark = pytest.mark.integration
+
+FIXTURE = ROOT / "tests" / "fixtures" / "platform_twins"
+QUESTION = "how are files opened, read and closed"
+
+
+@pytest.fixture(scope="module")
+def twins_index(tmp_path_factory):
+    from codeqa.indexing.indexer import index_repo
+
+    settings = settings_for(tmp_path_factory.mktemp("twins") / "data", local_llm=False)
+    index_repo(FIXTURE, settings, name="twins", progress=False)
+    return settings
+
+
+def search(settings, platform: str):
+    settings = dataclasses.replace(settings, platform=platform)
+    return Retriever(settings).search("twins", QUESTION, SearchOptions(k=5, hyde=False, rerank=False))
+
+
+@pytest.mark.parametrize("platform, first, second", [("linux", "src/unix/fs.c", "src/win/fs.c"),
+                                                     ("darwin", "src/unix/fs.c", "src/win/fs.c"),
+                                                     ("windows", "src/win/fs.c", "src/unix/fs.c")])
+def test_twins_are_listed_together_the_platforms_first(twins_index, platform, first, second):
+    result = search(twins_index, platform)
+    paths = [file.path for file in result.files]
+    assert paths.index(second) == paths.index(first) + 1, paths
+    files = {entry["path"]: entry for entry in result.to_json()["files"]}
+    assert files[first]["twins"] == [second] and files[second]["twins"] == [first]
+    assert all(not entry["twins"] for path, entry in files.items() if path not in (first, second))
+
+
+def test_the_symbol_list_and_so_the_chat_context_follow_the_twins(twins_index):
+    result = search(twins_index, "windows")
+    files = list(dict.fromkeys(hit.file_path for hit in result.results))
+    assert files.index("src/unix/fs.c") == files.index("src/win/fs.c") + 1, files
