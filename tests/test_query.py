@@ -264,3 +264,12 @@ def test_a_row_without_a_vector_yet_stands_in_its_text_rank_for_the_vector_rank(
     # With every row embedded, the fusion is LanceDB's plain RRF.
     plain = retrieval.fuse_hybrid([{"id": "a"}], [{"id": "b", "_no_vector": False}, {"id": "a", "_no_vector": False}])
     assert [row["id"] for row in plain] == ["a", "b"]
+
+
+@pytest.mark.parametrize("question, asks", [
+    ("show me an example of a middleware", True), ("where are the docs for the config file?", True),
+    ("examples of plugins that register hooks", True),
+    ("For example, the router matches a path to its handler", False), ("how are pooled connections closed", False),
+])
+def test_a_question_asking_for_docs_or_an_example_is_told_apart(question, asks) -> None:
+    assert parse_query(question).about_prose is asks

@@ -79,8 +79,11 @@ DEFINITION_COLUMNS = ["id", "kind", "name", "qualified_name", "file_path", "star
 RRF_K = 60  # reciprocal-rank fusion of a report's query vectors (LanceDB's own constant)
 _TEST_WORDS = re.compile(r"\btests?\b|\bspecs?\b|pytest|unittest", re.IGNORECASE)
 # A question asking for prose rather than code: docs and examples then rank as the code does.
-_PROSE_WORDS = re.compile(r"\b(?:docs?|documentation|documented|examples?|tutorials?|guides?|readme|samples?|demos?)\b",
-                          re.IGNORECASE)
+_PROSE_WORDS = re.compile(
+    r"\b(?:docs|documentation|readme|tutorials?|changelog)\b"  # "where are the docs for ..."
+    r"|\b(?:an?|some|the|any)\s+(?:examples?|samples?|demos?)\b"  # "show me an example", not "for example"
+    r"|\b(?:examples?|samples?)\s+(?:of|for|that|showing|using)\b",
+    re.IGNORECASE)
 
 
 Progress = Callable[[str, str, "float | None", str], None]

@@ -98,6 +98,12 @@ def walked_snapshot(corpus: Corpus, store: SnapshotStore, base: Settings, repo: 
     return Snapshot(repo, commit, Path(), [IndexedFile(f.path, f.sha256, f.language) for f in sources], {})
 
 
+def ranked_without_source(item: Item, files: list[str]) -> list[str]:
+    """A ranking without the document the question was taken from: that passage, word for word,
+    is in it, so any search finds it first (the user's question is not in the repository)."""
+    return [path for path in files if path != item.doc_path]
+
+
 def run_baselines(store: SnapshotStore, snapshot: Snapshot, items: list[Item]) -> dict[str, list[dict]]:
     """The baselines alone on one repository's items (`--bm25-only`)."""
     rows: dict[str, list[dict]] = {b: [] for b in BASELINES}
@@ -108,7 +114,7 @@ def run_baselines(store: SnapshotStore, snapshot: Snapshot, items: list[Item]) -
             common = {"id": item.id, "repo": item.repo, "language": item.language, "split": item.split,
                       "source": item.source, "kind": item.kind, "gold": item.gold_paths}
             for name, code_only in BASELINES.items():
-                files = baseline.rank_files(snapshot, item.query, code_only)
+                files = ranked_without_source(item, baseline.rank_files(snapshot, item.query, code_only))
                 rows[name].append({**common, **score(item.gold_paths, files), "top_files": files[:K]})
     finally:
         texts.close()
@@ -130,11 +136,11 @@ def run_repo(store: SnapshotStore, base: Settings, snapshot: Snapshot, items: li
                       "source": item.source, "kind": item.kind, "gold": item.gold_paths,
                       "gold_not_indexed": [p for p in item.gold_paths if p not in indexed]}
             for name, code_only in BASELINES.items():
-                files = baseline.rank_files(snapshot, item.query, code_only)
+                files = ranked_without_source(item, baseline.rank_files(snapshot, item.query, code_only))
                 rows[name].append({**common, **score(item.gold_paths, files), "top_files": files[:K]})
             started = time.perf_counter()
-            result = retriever.search(snapshot.index_name, item.query, SearchOptions(**SEARCH_DEFAULTS))
-            files = result_files(result)
+            result = retriever.search(snapshot.index_name, item.query, SearchOptions(**{**SEARCH_DEFAULTS, "k": K + 1}))
+            files = ranked_without_source(item, result_files(result))[:K]
             rows["codeqa"].append({**common, **score(item.gold_paths, files), "top_files": files[:K],
                                    "ms": round((time.perf_counter() - started) * 1000, 1)})
     finally:

@@ -106,7 +106,8 @@ def howto_groups(cache: Path, base: Settings) -> list[dict]:
         result = retriever.search(snapshot.index_name, item.query, SearchOptions(**SEARCH_DEFAULTS))
         gold = set(item.gold_paths)
         groups.append({"repo": item.repo, "kind": "howto", "candidates": [
-            (f.path in gold, [f.features[name] for name in FEATURES]) for f in result.file_candidates]})
+            (f.path in gold, [f.features[name] for name in FEATURES]) for f in result.file_candidates
+            if f.path != item.doc_path]})  # the question's own document: not in a user's repository
     return groups
 
 
