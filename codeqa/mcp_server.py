@@ -131,6 +131,8 @@ class FileResult(BaseModel):
     score: float = Field(description="relevance 0-1, as the results' (non-increasing down the list)")
     role: str = Field(description="source, test, example, benchmark, docs, generated or vendored")
     language: str
+    twins: list[str] = Field(default_factory=list, description="the same file for other platforms (unix/ and "
+                                                               "win/), listed right beside this one")
     symbols: list[FileSymbol] = Field(description="the file's rows that made it rank")
 
 

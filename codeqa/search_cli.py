@@ -43,7 +43,8 @@ def _format_human(result: SearchResult) -> str:
         lines.append("files:")
     for rank, file in enumerate(result.files, 1):
         best = ", ".join(f"{h.qualified_name} {h.start_line}-{h.end_line}" for h in file.symbols)
-        lines.append(f"{rank:2}. {file.path}  ({file.role})" + (f"  {best}" if best else ""))
+        twins = f"  [twin of {', '.join(file.twins)}]" if file.twins else ""
+        lines.append(f"{rank:2}. {file.path}  ({file.role}){twins}" + (f"  {best}" if best else ""))
     timings = ", ".join(f"{k} {v:.0f} ms" for k, v in result.timings_ms.items())
     lines.append(f"time: {timings}; rerank: {'used' if result.rerank['used'] else result.rerank['reason']}")
     return printable_lines(lines)  # names and code are the repository's: no escape sequence reaches the terminal

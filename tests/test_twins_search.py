@@ -4,6 +4,9 @@ configured platform's first, and neither hides the other (issue 32, item 3)."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -46,3 +49,18 @@ def test_the_symbol_list_and_so_the_chat_context_follow_the_twins(twins_index):
     result = search(twins_index, "windows")
     files = list(dict.fromkeys(hit.file_path for hit in result.results))
     assert files.index("src/unix/fs.c") == files.index("src/win/fs.c") + 1, files
+
+
+def test_the_cli_marks_twins_and_mcp_lists_them(twins_index):
+    env = {**os.environ, "CODEQA_DATA_DIR": str(twins_index.data_dir), "CODEQA_LOCAL_LLM": "0",
+           "CODEQA_PLATFORM": "windows"}
+    done = subprocess.run([sys.executable, "-m", "codeqa", "search", "--repo", "twins", "--no-hyde", "--k", "5",
+                           QUESTION], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    files = done.stdout.split("files:\n", 1)[1].splitlines()
+    win = next(i for i, line in enumerate(files) if "src/win/fs.c" in line)
+    assert "[twin of src/unix/fs.c]" in files[win] and "src/unix/fs.c  (source)  [twin of src/win/fs.c]" in files[win + 1]
+
+    from codeqa.mcp_server import FileResult
+    result = search(twins_index, "linux")
+    assert FileResult(**result.files[0].to_json()).twins == ["src/win/fs.c"]
