@@ -38,7 +38,7 @@ from codeqa.parsing import languages  # noqa: E402
 from howto.items import Item, load_items  # noqa: E402
 from realistic.baseline import BASELINES, WholeFileBM25  # noqa: E402
 from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror, git  # noqa: E402
-from realistic.run import SEARCH_DEFAULTS, main_commit, result_files  # noqa: E402
+from realistic.run import SEARCH_DEFAULTS, chosen_rankers, main_commit, result_files  # noqa: E402
 from realistic.snapshots import IndexedFile, Snapshot, SnapshotStore  # noqa: E402
 
 K = 10
@@ -121,8 +121,9 @@ def run_baselines(store: SnapshotStore, snapshot: Snapshot, items: list[Item]) -
     return rows
 
 
-def run_repo(store: SnapshotStore, base: Settings, snapshot: Snapshot, items: list[Item]) -> dict[str, list[dict]]:
-    """CodeQA and the baselines on one repository's items."""
+def run_repo(store: SnapshotStore, base: Settings, snapshot: Snapshot, items: list[Item],
+             rankers: dict | None = None) -> dict[str, list[dict]]:
+    """CodeQA and the baselines on one repository's items (`rankers` replace the shipped models)."""
     from codeqa.search.retrieval import Retriever, SearchOptions
 
     rows: dict[str, list[dict]] = {"codeqa": [], **{b: [] for b in BASELINES}}
@@ -130,7 +131,7 @@ def run_repo(store: SnapshotStore, base: Settings, snapshot: Snapshot, items: li
     texts = store.texts(snapshot.repo)
     try:
         baseline = WholeFileBM25(texts)
-        retriever = Retriever(snapshot.settings(base))
+        retriever = Retriever(snapshot.settings(base), **(rankers or {}))
         for item in items:
             common = {"id": item.id, "repo": item.repo, "language": item.language, "split": item.split,
                       "source": item.source, "kind": item.kind, "gold": item.gold_paths,
@@ -188,6 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--mirror", type=Path, help="local bare mirrors at DIR/<owner>+<name>/repo")
     parser.add_argument("--results", type=Path, help="markdown table (default: <cache>/results/howto-last-run.md)")
     parser.add_argument("--json", type=Path, help="per-item rows (default: <cache>/results/howto-last-run.json)")
+    parser.add_argument("--file-model", type=Path, metavar="JSON",
+                        help="search with this file model instead of the shipped one (train_ranker.py --out)")
     return parser
 
 
@@ -226,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.bm25_only:
                 found = run_baselines(store, walked_snapshot(corpus, store, base, repo, commit), chosen)
             else:
-                found = run_repo(store, base, ensure_snapshot(corpus, store, base, repo, commit), chosen)
+                found = run_repo(store, base, ensure_snapshot(corpus, store, base, repo, commit), chosen,
+                                 chosen_rankers(args))
         except CorpusError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

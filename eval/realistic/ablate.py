@@ -24,14 +24,13 @@ sys.path.insert(0, str(EVAL_ROOT))
 sys.path.insert(0, str(EVAL_ROOT.parent))
 
 from codeqa.core.config import Settings  # noqa: E402
-from codeqa.search.ranking import LinearRanker  # noqa: E402
 
 from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror  # noqa: E402
 from realistic.items import load_items  # noqa: E402
 from realistic.metrics import markdown_table, standard_groups  # noqa: E402
 from realistic.run import Run, ensure_snapshots, main_commit, search_all, select  # noqa: E402
 from realistic.snapshots import SnapshotStore  # noqa: E402
-from realistic.train_ranker import MODELS, Model, examples, fit  # noqa: E402
+from realistic.train_ranker import MODELS, examples, fit  # noqa: E402
 
 # name → (what it is, file features removed, definition features removed)
 FEATURE_GROUPS: dict[str, tuple[str, frozenset[str], frozenset[str]]] = {
@@ -39,7 +38,10 @@ FEATURE_GROUPS: dict[str, tuple[str, frozenset[str], frozenset[str]]] = {
               "definitions that are or call them",
               frozenset({"uses_strong", "used_by_strong"}), frozenset({"strong", "calls_strong"})),
     "role": ("a file's role: test (asked about or not), example, benchmark, docs, generated, vendored",
-             frozenset({"test", "test_asked", "non_source"}), frozenset()),
+             frozenset({"test", "test_asked", "non_source", "prose_asked"}), frozenset()),
+    "structure": ("the repository's structure: module entry files, the evidence inside a module, the question "
+                  "naming a module or folder, PageRank in the reference graph (search/structure.py)",
+                  frozenset({"entry", "hub", "name_asked", "folder_asked", "central"}), frozenset()),
     "whole-file-bm25": ("the whole-file BM25 rank and score", frozenset({"bm25_rr", "bm25_rel"}), frozenset()),
     "file-evidence": ("all file evidence but its best rows and role: whole-file BM25, graph, rows in the pool, "
                       "own file row, names", frozenset({"bm25_rr", "bm25_rel", "uses_strong", "used_by_strong",
@@ -52,15 +54,6 @@ FEATURE_GROUPS: dict[str, tuple[str, frozenset[str], frozenset[str]]] = {
                          frozenset(), frozenset({"lines", "container", "own_share", "container_own", "module",
                                                  "used"})),
 }
-
-
-def refit(groups: list[dict], model: Model, removed: frozenset[str]) -> LinearRanker:
-    """`model` fit on `groups` without the `removed` features (their columns dropped)."""
-    keep = [i for i, name in enumerate(model.features) if name not in removed]
-    reduced = Model(model.path, tuple(model.features[i] for i in keep), model.top)
-    return fit([{"repo": group["repo"], "candidates": [(label, [row[i] for i in keep])
-                                                        for label, row in group["candidates"]]}
-                for group in groups], reduced)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     results["shipped"] = results.pop("codeqa")
     for label, removed in [("all features", (frozenset(), frozenset())),
                            *((f"without {name}", FEATURE_GROUPS[name][1:]) for name in args.groups)]:
-        rankers = {"file_ranker": refit(fitted["files"], MODELS["files"], removed[0]),
-                   "symbol_ranker": refit(fitted["definitions"], MODELS["definitions"], removed[1])}
+        rankers = {"file_ranker": fit(fitted["files"], MODELS["files"], removed[0]),
+                   "symbol_ranker": fit(fitted["definitions"], MODELS["definitions"], removed[1])}
         print(f"searching the test split: {label}", file=sys.stderr, flush=True)
         results[label] = search_all(run, test, snapshots, ["codeqa"], baselines=False, rankers=rankers)[0]["codeqa"]
     text = "\n".join([

@@ -35,7 +35,7 @@ os.environ.setdefault("LANCEDB_LOG", "error")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from codeqa.core.config import Settings  # noqa: E402
-from codeqa.search.ranking import LinearRanker  # noqa: E402
+from codeqa.search.ranking import DEFINITION_FEATURES, LinearRanker  # noqa: E402
 
 from realistic.baseline import BASELINES, WholeFileBM25, rank_symbols  # noqa: E402
 from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror  # noqa: E402
@@ -257,6 +257,16 @@ def report(results: dict[str, list[dict]], unavailable: dict[str, str], items: l
     return "\n".join(lines) + "\n"
 
 
+def chosen_rankers(args: argparse.Namespace) -> dict[str, LinearRanker]:
+    """The models `--file-model` and `--symbol-model` name, as Retriever's keyword arguments."""
+    rankers = {}
+    if args.file_model:
+        rankers["file_ranker"] = LinearRanker.load(args.file_model)
+    if args.symbol_model:
+        rankers["symbol_ranker"] = LinearRanker.load(args.symbol_model, DEFINITION_FEATURES)
+    return rankers
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=["train", "test", "all"], default="all")
@@ -278,6 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--results", type=Path, help="the markdown table (default: <cache>/results/last-run.md; "
                                                      "eval/realistic/results.md holds the recorded numbers)")
     parser.add_argument("--json", type=Path, help="per-item dump (default: <cache>/results/last-run.json)")
+    parser.add_argument("--file-model", type=Path, metavar="JSON",
+                        help="search with this file model instead of the shipped one (train_ranker.py --out)")
+    parser.add_argument("--symbol-model", type=Path, metavar="JSON", help="likewise the definition model")
     return parser
 
 
@@ -308,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.index_only:
         return 0
     started = time.perf_counter()
-    results, unavailable = search_all(run, items, snapshots, args.configs)
+    results, unavailable = search_all(run, items, snapshots, args.configs, rankers=chosen_rankers(args))
     commit = main_commit()
     text = report(results, unavailable, items, indexed, time.perf_counter() - started, commit)
     print(text)

@@ -49,16 +49,16 @@ def test_hit_at_counts_a_positive_among_the_models_top_only() -> None:
 
 
 def test_an_ablation_refits_without_the_removed_features() -> None:
-    from realistic.ablate import FEATURE_GROUPS, refit
+    from realistic.ablate import FEATURE_GROUPS
 
     # BM25 points at the fix; without it the model must fall back on the pool's rows.
     groups = [group(f"gold{i}.py", {f"gold{i}.py": {"bm25_rr": 1.0, "sym_rr": 0.5}, f"noise{i}.py": {"sym_rr": 0.2},
                                     f"other{i}.py": {"test": 1.0}}) for i in range(30)]
     removed = FEATURE_GROUPS["whole-file-bm25"][1]
-    without = refit(groups, FILES, removed)
+    without = fit(groups, FILES, removed)
     assert not removed & set(without.weights) and set(without.weights) == set(FEATURES) - removed
     assert without.weights["sym_rr"] > 0 and hit_at(groups, without, FILES) == 1.0
-    assert set(refit(groups, FILES, frozenset()).weights) == set(FEATURES)
+    assert set(fit(groups, FILES).weights) == set(FEATURES)
 
 
 def test_every_ablation_group_names_features_the_models_weigh() -> None:

@@ -120,22 +120,27 @@ def hit_at(groups: list[dict], ranker: LinearRanker, model: Model) -> float:
     return hits / max(1, len(groups))
 
 
-def fit(groups: list[dict], model: Model) -> LinearRanker:
+def fit(groups: list[dict], model: Model, removed: frozenset[str] = frozenset()) -> LinearRanker:
+    """A logistic regression on every candidate of `groups`; the `removed` features are left out
+    (their columns dropped, so the others are fit without them, not beside a zero)."""
     from sklearn.linear_model import LogisticRegression
 
+    keep = [i for i, name in enumerate(model.features) if name not in removed]
     rows = [candidate for group in groups for candidate in group["candidates"]]
-    x = np.array([features for _, features in rows], dtype=np.float64)
+    x = np.array([[features[i] for i in keep] for _, features in rows], dtype=np.float64).reshape(len(rows), len(keep))
     y = np.array([label for label, _ in rows], dtype=np.int8)
     learned = LogisticRegression(C=C, class_weight="balanced", max_iter=2000).fit(x, y)
-    return LinearRanker(weights={name: round(float(w), 4) for name, w in zip(model.features, learned.coef_[0])},
+    return LinearRanker(weights={model.features[i]: round(float(w), 4) for i, w in zip(keep, learned.coef_[0])},
                         bias=round(float(learned.intercept_[0]), 4))
 
 
-def train(name: str, groups: list[dict], dry_run: bool, items: int) -> None:
-    """Fit one model, report it beside the shipped one, and write it unless `dry_run`."""
+def train(name: str, groups: list[dict], dry_run: bool, items: int, removed: frozenset[str] = frozenset(),
+          out: Path | None = None) -> None:
+    """Fit one model (without the `removed` features), report it beside the shipped one, and
+    write it (into the folder `out` instead of the shipped file, when given) unless `dry_run`."""
     model = MODELS[name]
     shipped = LinearRanker.load(model.path, model.features) if model.path.exists() else LinearRanker({})
-    learned = fit(groups, model)
+    learned = fit(groups, model, removed)
     by_repo: dict[str, list[dict]] = defaultdict(list)
     for group in groups:
         by_repo[group["repo"]].append(group)
@@ -143,7 +148,7 @@ def train(name: str, groups: list[dict], dry_run: bool, items: int) -> None:
     print(f"  in-sample: {hit_at(groups, shipped, model):.3f} → {hit_at(groups, learned, model):.3f}")
     left_out: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for repo, held in sorted(by_repo.items()):
-        rest = fit([g for g in groups if g["repo"] != repo], model)
+        rest = fit([g for g in groups if g["repo"] != repo], model, removed)
         before, after = hit_at(held, shipped, model), hit_at(held, rest, model)
         left_out[held[0].get("kind", "bug report")] += [(before, after)] * len(held)
         print(f"  {repo} left out ({len(held)}): {before:.3f} → {after:.3f}")
@@ -155,13 +160,14 @@ def train(name: str, groups: list[dict], dry_run: bool, items: int) -> None:
         return
     commit = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short=12", "HEAD"],
                             capture_output=True, text=True, check=False).stdout.strip()
-    model.path.write_text(json.dumps({
+    path = out / model.path.name if out else model.path
+    path.write_text(json.dumps({
         "about": f"Logistic regression over the {name} features of ranking.py, written by "
                  "eval/realistic/train_ranker.py",
         "trained_on": {"items": items, "groups": len(groups), "repos": sorted(by_repo), "code": commit,
-                       "date": date.today().isoformat(), "C": C},
+                       "date": date.today().isoformat(), "C": C, **({"without": sorted(removed)} if removed else {})},
         "weights": learned.weights, "bias": learned.bias}, indent=1) + "\n", encoding="utf-8")
-    print(f"  wrote {model.path.name}")
+    print(f"  wrote {path}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--howto-cache", type=Path, metavar="DIR",
                         help="also train the file model on the how-it-works eval's train items indexed in DIR "
                              "(eval/howto/run.py --split train --cache DIR)")
+    parser.add_argument("--without", nargs="+", default=[], metavar="FEATURE",
+                        help="fit without these features (an ablation); unknown names are an error")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="write the models into DIR, not over the shipped ones")
     parser.add_argument("--dry-run", action="store_true", help="report only; leave the model files as they are")
     args = parser.parse_args(argv)
     store = SnapshotStore(args.cache or default_cache())
@@ -186,8 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     groups = examples(items, store, Settings.from_env())
     if args.howto_cache:
         groups["files"] += howto_groups(args.howto_cache, Settings.from_env())
+    unknown = set(args.without) - set(FEATURES) - set(DEFINITION_FEATURES)
+    if unknown:
+        parser.error(f"unknown features: {', '.join(sorted(unknown))}")
     for name in args.model:
-        train(name, groups[name], args.dry_run, len(items))
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+        train(name, groups[name], args.dry_run, len(items), frozenset(args.without), args.out)
     return 0
 
 
