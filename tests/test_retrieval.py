@@ -139,7 +139,7 @@ def test_files_are_results_with_the_symbols_that_ranked_them(searcher):
     scores = [f.score for f in result.files]
     assert scores == sorted(scores, reverse=True)
     data = result.to_json()["files"][0]
-    assert set(data) == {"path", "score", "role", "language", "symbols"}
+    assert set(data) == {"path", "score", "role", "language", "twins", "symbols"}
     assert set(data["symbols"][0]) == {"id", "kind", "qualified_name", "start_line", "end_line"}
 
 

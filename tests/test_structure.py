@@ -15,8 +15,9 @@ pytestmark = pytest.mark.unit
 
 REPO = ["src/lib.rs", "src/router/mod.rs", "src/router/map_request.rs", "src/router/form.rs",
         "src/handler.rs", "src/handler/boxed.rs", "pkg/pool/pool.go", "pkg/pool/conn.go",
-        "lib/middleware/index.js", "lib/middleware/cors.js", "lib/view.js", "lib/app.js",
-        "gson/Gson.java", "gson/JsonParser.java", "docs/routing.md", "tests/test_router.py"]
+        "lib/middleware/index.js", "lib/middleware/cors.js", "lib/middleware/logger.js", "lib/view.js", "lib/app.js",
+        "gson/Gson.java", "gson/JsonParser.java", "pkgs/http/lib/http.dart", "pkgs/http/lib/src/client.dart",
+        "docs/routing.md", "tests/test_router.py"]
 
 
 def layout(paths: list[str] = REPO) -> RepoLayout:
@@ -30,6 +31,8 @@ def layout(paths: list[str] = REPO) -> RepoLayout:
     ("pkg/pool/pool.go", "pkg/pool"),  # named like its folder
     ("gson/Gson.java", "gson"),  # the facade class of its package
     ("src/handler.rs", "src/handler"),  # named like the folder beside it
+    ("pkgs/http/lib/http.dart", "pkgs/http"),  # named like the package, above its layout folder
+    ("pkgs/http/lib/src/client.dart", None),
     ("src/router/map_request.rs", None),
     ("lib/view.js", None),
 ])
@@ -46,8 +49,10 @@ def test_an_entry_file_is_named_by_its_module_not_by_a_layout_folder():
 def test_the_evidence_inside_a_module_makes_its_entry_a_hub():
     hubs = layout().hubs(["src/router/map_request.rs", "src/router/form.rs", "lib/view.js"])
     assert hubs["src/router/mod.rs"] == pytest.approx(1 + 1 / 2)
-    assert hubs["src/lib.rs"] == pytest.approx(1 + 1 / 2)  # two folders up still counts
+    assert "src/lib.rs" not in hubs  # the crate root would be every question's hub
     assert "lib/view.js" not in hubs
+    # Layout folders are no level: Dart's package is two of them above its code.
+    assert layout().hubs(["pkgs/http/lib/src/client.dart"]) == {"pkgs/http/lib/http.dart": 1.0}
 
 
 def test_a_hub_joins_the_candidates_and_names_asked_count():
@@ -57,14 +62,24 @@ def test_a_hub_joins_the_candidates_and_names_asked_count():
     entry = files["src/router/mod.rs"]
     assert entry.features["entry"] == 1.0 and entry.features["hub"] > 0 and entry.features["name_asked"] == 1.0
     assert files["src/router/map_request.rs"].features["entry"] == 0.0
-    assert files["src/router/map_request.rs"].features["name_asked"] == 0.5  # `requests` meets `request`
+    assert entry.features["root_entry"] == 0.0
+    assert files["src/router/map_request.rs"].features["name_asked"] == 0.0  # not an entry: its name is matched elsewhere
     assert files["src/router/form.rs"].features["folder_asked"] == 1.0  # under router/
 
 
-def test_a_file_named_by_the_question_is_asked_for():
-    files = file_features([], [hit("lib/app.js", 0.9, "render"), hit("lib/view.js", 0.5, "lookup")],
-                          about_tests=False, terms=["view"], layout=layout())
-    assert files["lib/view.js"].features["name_asked"] == 1.0
+def test_the_programs_own_entry_is_weighed_apart_from_a_modules():
+    files = file_features([], [hit("src/lib.rs", 0.9, "run"), hit("src/router/mod.rs", 0.5, "route")],
+                          about_tests=False, layout=layout())
+    assert (files["src/lib.rs"].features["entry"], files["src/lib.rs"].features["root_entry"]) == (0.0, 1.0)
+    assert (files["src/router/mod.rs"].features["entry"], files["src/router/mod.rs"].features["root_entry"]) == (1.0, 0.0)
+
+
+def test_a_module_named_by_the_question_is_asked_for_through_its_entry():
+    files = file_features([], [hit("lib/app.js", 0.9, "render"), hit("lib/middleware/cors.js", 0.5, "cors"),
+                               hit("lib/middleware/logger.js", 0.4, "log")],
+                          about_tests=False, terms=["where", "are", "middlewares", "registered"], layout=layout())
+    assert files["lib/middleware/index.js"].features["name_asked"] == 1.0  # `middlewares` meets `middleware`
+    assert files["lib/middleware/cors.js"].features["folder_asked"] == 1.0
     assert files["lib/app.js"].features["name_asked"] == 0.0
 
 
@@ -118,3 +133,32 @@ def test_an_unknown_platform_is_a_clear_configuration_error(monkeypatch):
         Settings.from_env()
     monkeypatch.setenv("CODEQA_PLATFORM", "Windows")
     assert Settings.from_env().platform == "windows"
+
+
+def test_a_package_holding_most_of_the_code_is_the_program_not_a_part():
+    paths = ["src/flask/__init__.py", "src/flask/app.py", "src/flask/views.py", "src/flask/json/__init__.py",
+             "src/flask/json/provider.py", "src/flask/sessions.py", "examples/tutorial/flaskr/__init__.py"]
+    flask = RepoLayout.of({path: ("example" if path.startswith("examples/") else "source", "python")
+                           for path in paths})
+    assert "src/flask" in flask.wide and "src/flask" not in flask.parts and "src/flask/json" in flask.parts
+    assert "src/flask/__init__.py" not in flask.hubs(["src/flask/app.py", "src/flask/views.py"])
+    hits = [hit("src/flask/views.py", 0.9, "View"), hit("src/flask/__init__.py", 0.5, "__getattr__")]
+    files = file_features([], hits, about_tests=False, terms=["how", "does", "flask", "dispatch", "views"],
+                          layout=flask)
+    top = files["src/flask/__init__.py"].features
+    assert (top["entry"], top["root_entry"], top["name_asked"]) == (0.0, 1.0, 0.0)  # "Flask" says nothing
+    assert files["src/flask/views.py"].features["folder_asked"] == 0.0
+
+
+def test_the_file_model_is_a_name_or_a_model_file(monkeypatch, tmp_path):
+    monkeypatch.setenv("CODEQA_FILE_MODEL", "Structure")
+    assert Settings.from_env().file_model == "structure"
+    monkeypatch.setenv("CODEQA_FILE_MODEL", str(tmp_path / "missing.json"))
+    with pytest.raises(ConfigError, match="CODEQA_FILE_MODEL must be default or structure, or the path"):
+        Settings.from_env()
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    monkeypatch.setenv("CODEQA_FILE_MODEL", str(broken))
+    from codeqa.search.ranking import file_ranker_for
+    with pytest.raises(ConfigError, match="broken.json is not a file model"):
+        file_ranker_for(Settings.from_env().file_model)

@@ -60,6 +60,19 @@ def _env_bool(name: str, default: bool) -> bool:
     return raw in {"1", "true", "yes", "on"}
 
 
+FILE_MODELS = ("default", "structure")  # the shipped file models (codeqa/search/models/)
+
+
+def _env_file_model(name: str) -> str:
+    value = _env(name, "default").strip() or "default"
+    if value.lower() in FILE_MODELS:
+        return value.lower()
+    if not Path(value).expanduser().is_file():
+        raise ConfigError(f"{name} must be {' or '.join(FILE_MODELS)}, or the path of a model file; "
+                          f"{value!r} is neither")
+    return str(Path(value).expanduser())
+
+
 # Platforms a search can prefer among platform twins (search/twins.py knows their folder words).
 PLATFORMS = ("linux", "darwin", "freebsd", "windows", "android", "ios", "wasm")
 
@@ -128,6 +141,9 @@ class Settings:
 
     # Search: the platform whose file of a set of platform twins (`unix/`, `win/`) is listed first
     platform: str = "linux"
+    # The file model: "default", "structure" (weighs the repository's structure: for how-it-works
+    # questions, docs/retrieval.md), or the path of a model file train_ranker.py wrote
+    file_model: str = "default"
 
     # Reranking
     rerank: bool = False
@@ -191,6 +207,7 @@ class Settings:
             local_llm_prompt_threads=_env_int("CODEQA_LOCAL_LLM_PROMPT_THREADS", usable_cores()),
             background_niceness=_env_niceness("CODEQA_BACKGROUND_NICENESS", 10),
             platform=_env_choice("CODEQA_PLATFORM", "linux", PLATFORMS),
+            file_model=_env_file_model("CODEQA_FILE_MODEL"),
             rerank=_env_bool("CODEQA_RERANK", False),
             colbert_model=_env("CODEQA_COLBERT_MODEL", "answerdotai/answerai-colbert-small-v1"),
             context_tokens=_env_int("CODEQA_CONTEXT_TOKENS", 1800),

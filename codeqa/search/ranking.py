@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from codeqa.core.errors import ConfigError, one_line
 from codeqa.indexing.create_tables import code_tokens
 from codeqa.parsing.languages import CLASS_KINDS, DOC_LANGUAGES, FILE_KIND, MODULE_KIND
 from codeqa.search.structure import RepoLayout, structure_features
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from codeqa.search.retrieval import Hit
 
 RANKER_FILE = Path(__file__).resolve().parent / "models" / "file_ranker.json"
+STRUCTURE_RANKER_FILE = Path(__file__).resolve().parent / "models" / "file_ranker_structure.json"
 SYMBOL_RANKER_FILE = Path(__file__).resolve().parent / "models" / "symbol_ranker.json"
 SYMBOLS_PER_FILE = 3  # of a listed file: the rows that made it rank
 DEFINITION_FILES = 4  # the best files, whose every definition the symbol ranker weighs
@@ -63,6 +65,7 @@ FEATURES = (
     "uses_strong",  # log(1 + strong rows this file uses): it calls what matched
     "used_by_strong",  # log(1 + strong rows' files that use this file's rows)
     "entry",  # a module's entry file (structure.py)
+    "root_entry",  # the entry of the repository or a layout folder (`src/main.rs`)
     "hub",  # log(1 + the evidence inside the module it is the entry of)
     "name_asked",  # share of its module's name that the question uses
     "folder_asked",  # the question uses the name of a folder on its path
@@ -155,6 +158,18 @@ def file_probability(score: float) -> float:
 def default_ranker() -> LinearRanker:
     """The shipped file model (`models/file_ranker.json`)."""
     return LinearRanker.load()
+
+
+@lru_cache(maxsize=4)
+def file_ranker_for(choice: str) -> LinearRanker:
+    """The file model `CODEQA_FILE_MODEL` names: "default", "structure" (weighs the repository's
+    structure, `models/file_ranker_structure.json`), or a model file's path."""
+    if choice == "default":
+        return default_ranker()
+    try:
+        return LinearRanker.load(STRUCTURE_RANKER_FILE if choice == "structure" else Path(choice))
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
+        raise ConfigError(f"CODEQA_FILE_MODEL: {Path(choice).name} is not a file model: {one_line(exc)}") from exc
 
 
 @lru_cache(maxsize=1)

@@ -41,7 +41,7 @@ from codeqa.parsing.references import is_resolved
 from codeqa.parsing.languages import (DOC_KIND, DOC_LANGUAGES, FILE_KIND, INDEXED_EXTENSIONS, LANGUAGES,
                                       OTHER_LANGUAGE, ROLES, TEXT_FORMATS)
 from codeqa.search.overloads import Signed, declared_names, group_declarations
-from codeqa.search.ranking import (DEFINITION_FILES, FileHit, LinearRanker, default_ranker, default_symbol_ranker,
+from codeqa.search.ranking import (DEFINITION_FILES, FileHit, LinearRanker, default_symbol_ranker, file_ranker_for,
                      definition_features, file_probability, hits_in_file_order, rank_definitions,
                      rank_files)
 from codeqa.search.structure import RepoLayout
@@ -374,7 +374,7 @@ class Retriever:
                  db: lancedb.DBConnection | None = None, file_ranker: LinearRanker | None = None,
                  symbol_ranker: LinearRanker | None = None) -> None:
         self.settings = settings
-        self.file_ranker = file_ranker or default_ranker()
+        self.file_ranker = file_ranker or file_ranker_for(settings.file_model)
         self.symbol_ranker = symbol_ranker or default_symbol_ranker()
         self.db = db if db is not None else create_tables.connect(settings)  # services.Services shares one
         self.embedder = get_embedder(settings, threads=threads)

@@ -9,12 +9,19 @@ folder. These features see that structure:
 - `entry`: the file is a module's entry: a name its language gives entry files (`mod.rs`,
   `index.ts`, `__init__.py`: `languages.LanguageSpec.entry_names`), a file named like its folder
   (`pool/pool.go`), or one named like a folder beside it (`router.rs` beside `router/`).
+  `root_entry`: the entry of the repository or of a layout folder (`src/main.rs`, `src/index.ts`):
+  the whole program's, weighed apart.
 - `hub`: the evidence found inside the module a file is the entry of: the files under its
-  folder among the best candidates, each counting 1/its rank (the folder as a unit). Entry
+  folder (up to two module folders down; `src/` and `lib/` are no level, the root and they
+  are no module) among the best candidates, each counting 1/its rank (the folder as a unit). Entry
   files with a hub are added to the candidates when no other evidence found them.
-- `name_asked`: the share of the module's name (the file's stem, or its folder's name for an
-  entry file) that the question uses (`view` → `view.js`; "middleware" → `middleware/index.js`).
+- `name_asked`: the share of a part's name that the question uses, for the part's entry file
+  ("middleware" → `middleware/index.js`). A file's own name is matched already (its file row's
+  path text; a query that is exactly `view` lists `view.js` first).
 - `folder_asked`: the question uses the name of a folder on the file's path.
+  A folder that holds most of the repository's code (`src/flask/`) is the program itself, not a
+  part: every question about Flask says "Flask", so its name counts for neither, its entry
+  (`src/flask/__init__.py`) is a `root_entry`, and it is no hub.
 - `central`: personalised PageRank over the references between the candidates, started from
   the first hits, as aider's repo map ranks files: where the matching code is used from and
   what it uses.
@@ -23,6 +30,7 @@ folder. These features see that structure:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -30,7 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from codeqa.indexing.create_tables import code_tokens
-from codeqa.parsing.languages import entry_names, language_for
+from codeqa.parsing.languages import LANGUAGES, entry_names, language_for
 
 if TYPE_CHECKING:
     from codeqa.search.ranking import FileHit
@@ -38,6 +46,7 @@ if TYPE_CHECKING:
 
 HUB_FILES = 20  # the best candidates whose folders make hubs
 HUB_LEVELS = 2  # how many folders up a candidate counts for
+WHOLE_SHARE = 0.5  # a folder holding more of the repository's code is the program, not a part of it
 # Folders that say where code lives, not what it is: a module is named by the folder inside them.
 LAYOUT_FOLDERS = frozenset({
     "src", "lib", "libs", "pkg", "internal", "source", "sources", "main", "java", "kotlin", "scala",
@@ -76,17 +85,28 @@ def _same_name(a: str, b: str) -> bool:
 
 
 def module_folder(path: str, folders: frozenset[str]) -> str | None:
-    """The folder `path` is the entry of, if it is one: its own folder for an entry name or a file
-    named like its folder; the folder beside it for `router.rs` beside `router/`; else None.
-    `folders` are the repository's folders (to see the one beside)."""
+    """The folder `path` is the entry of, if it is one: its own folder for an entry name; the
+    nearest folder above that is not a layout folder, for a file named like it (`pool/pool.go`,
+    Dart's `http/lib/http.dart`); the folder beside it for `router.rs` beside `router/`; else
+    None. `folders` are the repository's folders (to see the one beside)."""
     folder, name, stem = _folder(path), path.rsplit("/", 1)[-1], _stem(path)
     language = language_for(path)
     if language and name in entry_names(language):
         return folder
-    if folder and _same_name(stem, folder.rsplit("/", 1)[-1]):
-        return folder
+    named = _named_folder(folder)
+    if named is not None and _same_name(stem, named.rsplit("/", 1)[-1]):
+        return named
     beside = f"{folder}/{stem}" if folder else stem
     return beside if beside in folders else None
+
+
+def _named_folder(folder: str) -> str | None:
+    """`folder`, or the nearest folder above it that says what the code is (not `src/`, `lib/`)."""
+    while folder:
+        if folder.rsplit("/", 1)[-1].lower() not in LAYOUT_FOLDERS:
+            return folder
+        folder = _folder(folder)
+    return None
 
 
 def module_name(path: str, module: str | None) -> str:
@@ -110,13 +130,19 @@ class RepoLayout:
     folders: frozenset[str]
     entries: Mapping[str, str]  # folder → its entry file
     modules: Mapping[str, str]  # entry file → the folder it is the entry of
+    parts: frozenset[str]  # module folders that are a part of the program, not (nearly) all of it
+    wide: frozenset[str]  # folders holding most of the code (`src/flask/`): the program, not a part
 
     @classmethod
     def of(cls, files: Mapping[str, tuple[str, str]]) -> "RepoLayout":
-        folders: set[str] = set()
-        for path in files:
+        folders: Counter[str] = Counter()
+        code = 0
+        for path, (role, language) in files.items():
+            counted = role == "source" and language in LANGUAGES
+            code += counted
             parts = path.split("/")[:-1]
-            folders.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+            for i in range(1, len(parts) + 1):
+                folders["/".join(parts[:i])] += counted
         frozen = frozenset(folders)
         modules: dict[str, str] = {}
         entries: dict[str, str] = {}
@@ -125,22 +151,25 @@ class RepoLayout:
             if module is not None:
                 modules[path] = module
                 entries.setdefault(module, path)
-        return cls(dict(files), frozen, entries, modules)
+        wide = frozenset(folder for folder, count in folders.items() if count > WHOLE_SHARE * code)
+        parts = frozenset(module for module in entries if _named_folder(module) == module and module not in wide)
+        return cls(dict(files), frozen, entries, modules, parts, wide)
 
     def hubs(self, ranked: list[str]) -> dict[str, float]:
         """Per entry file, the evidence inside its module: each of the best `HUB_FILES` of
         `ranked` under its folder (up to `HUB_LEVELS` folders up, the entry itself aside) adds
-        1/its rank."""
+        1/its rank. Only the program's parts are hubs: the root, layout folders (`src/`) and a
+        package that holds most of the code (`src/flask/`) would be everything's hub."""
         hubs: dict[str, float] = {}
         for rank, path in enumerate(ranked[:HUB_FILES], 1):
-            folder = _folder(path)
-            for _ in range(HUB_LEVELS):
-                entry = self.entries.get(folder)
+            folder = _named_folder(_folder(path))
+            for _ in range(HUB_LEVELS):  # layout folders (`lib/src/`) are no level
+                if folder is None:
+                    break
+                entry = self.entries.get(folder) if folder in self.parts else None
                 if entry and entry != path:
                     hubs[entry] = hubs.get(entry, 0.0) + 1.0 / rank
-                if not folder:
-                    break
-                folder = _folder(folder)
+                folder = _named_folder(_folder(folder))
         return hubs
 
 
@@ -178,17 +207,25 @@ def centrality(files: list[str], hits: list["Hit"], prior: Mapping[str, float]) 
 
 def structure_features(files: Mapping[str, "FileHit"], hits: list["Hit"], question_terms: Iterable[str],
                        layout: RepoLayout, hubs: Mapping[str, float]) -> None:
-    """Set `entry`, `hub`, `name_asked`, `folder_asked` and `central` on every candidate."""
+    """Set `entry`, `root_entry`, `hub`, `name_asked`, `folder_asked` and `central` on every candidate."""
     asked = {_singular(t) for t in question_terms}
     prior = {path: file.features.get("sym_rr", 0.0) + file.features.get("bm25_rr", 0.0)
              for path, file in files.items()}
     central = centrality(list(files), hits, prior)
     for path, file in files.items():
         module = layout.modules.get(path)
-        name = _name_tokens(module_name(path, module))
-        folders = [_name_tokens(part) for part in path.split("/")[:-1] if part.lower() not in LAYOUT_FOLDERS]
+        part = module in layout.parts
+        # A part's name, as its entry's: a file's own stem is a name search already matches
+        # (the file rows' path text, and a query that is exactly `view` lists `view.js` first);
+        # weighed again here, `cart.js` outranked the plugin that applies coupons to a cart.
+        # The program's own name (`flask` in `src/flask/__init__.py`) is in every question about it.
+        name = _name_tokens(module_name(path, module)) if part else set()
+        parents = path.split("/")[:-1]
+        folders = [_name_tokens(parents[i]) for i in range(len(parents)) if parents[i].lower() not in LAYOUT_FOLDERS
+                   and "/".join(parents[:i + 1]) not in layout.wide]
         file.features.update(
-            entry=float(module is not None), hub=math.log1p(hubs.get(path, 0.0)),
+            entry=float(part), root_entry=float(module is not None and not part),
+            hub=math.log1p(hubs.get(path, 0.0)),
             name_asked=len(name & asked) / len(name) if name else 0.0,
             folder_asked=float(any(tokens and tokens <= asked for tokens in folders)),
             central=central.get(path, 0.0))

@@ -41,7 +41,7 @@ FEATURE_GROUPS: dict[str, tuple[str, frozenset[str], frozenset[str]]] = {
              frozenset({"test", "test_asked", "non_source", "prose_asked"}), frozenset()),
     "structure": ("the repository's structure: module entry files, the evidence inside a module, the question "
                   "naming a module or folder, PageRank in the reference graph (search/structure.py)",
-                  frozenset({"entry", "hub", "name_asked", "folder_asked", "central"}), frozenset()),
+                  frozenset({"entry", "root_entry", "hub", "name_asked", "folder_asked", "central"}), frozenset()),
     "whole-file-bm25": ("the whole-file BM25 rank and score", frozenset({"bm25_rr", "bm25_rel"}), frozenset()),
     "file-evidence": ("all file evidence but its best rows and role: whole-file BM25, graph, rows in the pool, "
                       "own file row, names", frozenset({"bm25_rr", "bm25_rel", "uses_strong", "used_by_strong",

@@ -262,7 +262,7 @@ def chosen_rankers(args: argparse.Namespace) -> dict[str, LinearRanker]:
     rankers = {}
     if args.file_model:
         rankers["file_ranker"] = LinearRanker.load(args.file_model)
-    if args.symbol_model:
+    if getattr(args, "symbol_model", None):  # the how-it-works eval ranks files only
         rankers["symbol_ranker"] = LinearRanker.load(args.symbol_model, DEFINITION_FEATURES)
     return rankers
 
