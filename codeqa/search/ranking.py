@@ -60,8 +60,8 @@ FEATURES = (
     "exact",  # the question names one of its symbols, or the file, exactly
     "test",  # role test, and the question is not about tests
     "test_asked",  # role test, and the question is about tests
-    "non_source",  # role example, benchmark, docs, generated or vendored, and the question asks for code
-    "prose_asked",  # one of those roles, and the question asks for docs or an example
+    "non_source",  # role example, benchmark, docs, generated or vendored
+    "prose_asked",  # one of those roles, and the question asks for docs or an example (an offset to the above)
     "uses_strong",  # log(1 + strong rows this file uses): it calls what matched
     "used_by_strong",  # log(1 + strong rows' files that use this file's rows)
     "entry",  # a module's entry file (structure.py)
@@ -212,7 +212,7 @@ def file_features(bm25_files: list[dict], hits: list["Hit"], about_tests: bool, 
     for file in files.values():
         test, prose = file.role == "test", file.role in NON_SOURCE_ROLES
         file.features.update(test=float(test and not about_tests), test_asked=float(test and about_tests),
-                             non_source=float(prose and not about_prose), prose_asked=float(prose and about_prose))
+                             non_source=float(prose), prose_asked=float(prose and about_prose))
     return files
 
 
