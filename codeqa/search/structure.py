@@ -9,8 +9,8 @@ folder. These features see that structure:
 - `entry`: the file is a module's entry: a name its language gives entry files (`mod.rs`,
   `index.ts`, `__init__.py`: `languages.LanguageSpec.entry_names`), a file named like its folder
   (`pool/pool.go`), or one named like a folder beside it (`router.rs` beside `router/`).
-  `root_entry`: the entry of the repository or of a layout folder (`src/main.rs`, `src/index.ts`):
-  the whole program's, weighed apart.
+  `root_entry`: the whole program's entry, weighed apart: of the root, of a layout folder
+  (`src/main.rs`, `src/index.ts`) or of a package holding most of the code (below).
 - `hub`: the evidence found inside the module a file is the entry of: the files under its
   folder (up to two module folders down; `src/` and `lib/` are no level, the root and they
   are no module) among the best candidates, each counting 1/its rank (the folder as a unit). Entry
