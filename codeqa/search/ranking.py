@@ -64,10 +64,10 @@ FEATURES = (
     "prose_asked",  # one of those roles, and the question asks for docs or an example (an offset to the above)
     "uses_strong",  # log(1 + strong rows this file uses): it calls what matched
     "used_by_strong",  # log(1 + strong rows' files that use this file's rows)
-    "entry",  # a module's entry file (structure.py)
-    "root_entry",  # the entry of the repository or a layout folder (`src/main.rs`)
-    "hub",  # log(1 + the evidence inside the module it is the entry of)
-    "name_asked",  # share of its module's name that the question uses
+    "entry",  # a part's entry file (structure.py)
+    "root_entry",  # the whole program's entry: the root's, `src/main.rs`, a package holding most of the code
+    "hub",  # log(1 + the evidence inside the part it is the entry of)
+    "name_asked",  # an entry file: share of its part's name that the question uses
     "folder_asked",  # the question uses the name of a folder on its path
     "central",  # personalised PageRank in the candidates' reference graph, / the best's
 )

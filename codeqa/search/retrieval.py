@@ -78,7 +78,7 @@ DEFINITION_COLUMNS = ["id", "kind", "name", "qualified_name", "file_path", "star
                       "role", "reference_count", "declaration", "search_text", "vector"]
 RRF_K = 60  # reciprocal-rank fusion of a report's query vectors (LanceDB's own constant)
 _TEST_WORDS = re.compile(r"\btests?\b|\bspecs?\b|pytest|unittest", re.IGNORECASE)
-# A question asking for prose rather than code: docs and examples then rank as the code does.
+# A question asking for prose rather than code (ranking's `prose_asked`, an offset to the role's penalty).
 _PROSE_WORDS = re.compile(
     r"\b(?:docs|documentation|readme|tutorials?|changelog)\b"  # "where are the docs for ..."
     r"|\b(?:an?|some|the|any)\s+(?:examples?|samples?|demos?)\b"  # "show me an example", not "for example"
@@ -254,7 +254,7 @@ class ParsedQuery:
     symbols: tuple[str, ...]  # code-shaped names the question mentions
     files: tuple[str, ...]  # file names or paths it mentions
     about_tests: bool = False  # the question is about tests: don't rank test files lower
-    about_prose: bool = False  # the question asks for docs or an example: don't rank them lower
+    about_prose: bool = False  # the question asks for docs or an example (a file feature, `prose_asked`)
     pieces: tuple[str, ...] = ()  # a report's code blocks and error lines, embedded on their own
     whole_name: str = ""  # the query is this one name, qualified name or file name, and nothing else
 
