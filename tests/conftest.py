@@ -49,6 +49,15 @@ def settings_for(data_dir: Path, **overrides) -> Settings:
     return Settings(data_dir=data_dir, **overrides)
 
 
+def index_fixture(tmp_path_factory: pytest.TempPathFactory, fixture: Path, name: str) -> Settings:
+    """A fixture repository indexed for real into a fresh data dir (no LLM): its settings."""
+    from codeqa.indexing.indexer import index_repo
+
+    settings = settings_for(tmp_path_factory.mktemp(name) / "data", local_llm=False)
+    index_repo(fixture, settings, name=name, progress=False)
+    return settings
+
+
 def packed_lines(text: str) -> dict[str, list[tuple[int, str]]]:
     """A packed context read back: path → [(line number, line)] in the order shown."""
     out: dict[str, list[tuple[int, str]]] = {}

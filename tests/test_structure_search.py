@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import ROOT, settings_for
+from conftest import ROOT, index_fixture
 import dataclasses
 
 from codeqa.search.retrieval import Retriever, SearchOptions
@@ -21,11 +21,7 @@ QUESTION = "how does the router match a path to its handler"
 
 @pytest.fixture(scope="module")
 def hub_index(tmp_path_factory):
-    from codeqa.indexing.indexer import index_repo
-
-    settings = settings_for(tmp_path_factory.mktemp("hub") / "data", local_llm=False)
-    index_repo(FIXTURE, settings, name="tinyweb", progress=False)
-    return settings
+    return index_fixture(tmp_path_factory, FIXTURE, "tinyweb")
 
 
 def ranked_files(settings, file_model: str) -> list[str]:

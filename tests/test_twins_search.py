@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, settings_for
+from conftest import ROOT, index_fixture
 from codeqa.search.retrieval import Retriever, SearchOptions
 
 pytestmark = pytest.mark.integration
@@ -21,11 +21,7 @@ QUESTION = "how are files opened, read and closed"
 
 @pytest.fixture(scope="module")
 def twins_index(tmp_path_factory):
-    from codeqa.indexing.indexer import index_repo
-
-    settings = settings_for(tmp_path_factory.mktemp("twins") / "data", local_llm=False)
-    index_repo(FIXTURE, settings, name="twins", progress=False)
-    return settings
+    return index_fixture(tmp_path_factory, FIXTURE, "twins")
 
 
 def search(settings, platform: str):
