@@ -132,6 +132,10 @@ class LinearRanker:
     def score(self, features: dict[str, float]) -> float:
         return self.bias + sum(self.weights.get(name, 0.0) * value for name, value in features.items())
 
+    def weighs(self, names: Iterable[str]) -> bool:
+        """Whether any of `names` has a weight here (a feature without one need not be computed)."""
+        return any(self.weights.get(name, 0.0) for name in names)
+
     def score_rows(self, rows: np.ndarray, names: Sequence[str]) -> np.ndarray:
         """`score` of each row of a matrix whose columns are `names`: one product for a search's
         few hundred definitions, where a dict per row cost ~8 ms."""

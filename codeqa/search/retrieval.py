@@ -44,7 +44,7 @@ from codeqa.search.overloads import Signed, declared_names, group_declarations
 from codeqa.search.ranking import (DEFINITION_FILES, FileHit, LinearRanker, default_symbol_ranker, file_ranker_for,
                      definition_features, file_probability, hits_in_file_order, rank_definitions,
                      rank_files)
-from codeqa.search.structure import RepoLayout
+from codeqa.search.structure import STRUCTURE_FEATURES, RepoLayout
 from codeqa.search.twins import group_twins
 
 if TYPE_CHECKING:
@@ -372,9 +372,12 @@ class Retriever:
     def __init__(self, settings: Settings, llm: LLMClient | Callable[[], LLMClient] | None = None,
                  threads: int | None = 1,
                  db: lancedb.DBConnection | None = None, file_ranker: LinearRanker | None = None,
-                 symbol_ranker: LinearRanker | None = None) -> None:
+                 symbol_ranker: LinearRanker | None = None, structure: bool | None = None) -> None:
         self.settings = settings
         self.file_ranker = file_ranker or file_ranker_for(settings.file_model)
+        # The repository's structure (structure.py) is read only for a file model that weighs
+        # it, or when asked (`structure=True`: the trainers, which need the features to fit them).
+        self.structure = self.file_ranker.weighs(STRUCTURE_FEATURES) if structure is None else structure
         self.symbol_ranker = symbol_ranker or default_symbol_ranker()
         self.db = db if db is not None else create_tables.connect(settings)  # services.Services shares one
         self.embedder = get_embedder(settings, threads=threads)
@@ -526,7 +529,7 @@ class Retriever:
         with stages.time("files"):
             bm25_files = file_rows.result() if file_rows is not None else []
             candidates = rank_files(bm25_files, hits, parsed.about_tests, self.file_ranker, parsed.about_prose,
-                                    parsed.terms, self._layout(repo))
+                                    parsed.terms, self._layout(repo) if self.structure else None)
             candidates = group_twins(candidates, self.settings.platform)
         if options.definitions:
             with stages.time("definitions"):

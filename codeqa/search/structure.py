@@ -53,6 +53,8 @@ LAYOUT_FOLDERS = frozenset({
     "app", "apps", "packages", "crates", "core", "cmd", "include", "common", "modules", "com", "org",
     "io", "net", "dev", "go", "js", "ts", "python", "rust", "swift", "csharp",
 })
+# The features this module sets: a file model that weighs none of them needs no structure.
+STRUCTURE_FEATURES = frozenset({"entry", "root_entry", "hub", "name_asked", "folder_asked", "central"})
 PAGERANK_DAMPING = 0.85
 PAGERANK_STEPS = 30
 

@@ -73,7 +73,7 @@ def examples(items: list[Item], store: SnapshotStore, base: Settings) -> dict[st
         if snapshot is None:
             raise CorpusError(f"{item.repo}@{item.base_commit[:12]} has no snapshot: index it with run.py first")
         key = (item.repo, item.base_commit)
-        retriever = retrievers.setdefault(key, Retriever(snapshot.settings(base)))
+        retriever = retrievers.setdefault(key, Retriever(snapshot.settings(base), structure=True))
         result = retriever.search(snapshot.index_name, item.query, SearchOptions(**SEARCH_DEFAULTS))
         gold_files, gold_names = set(item.gold_paths), set(gold_symbols(item, snapshot, base)[0])
         groups["files"].append({"repo": item.repo, "candidates": [
@@ -102,7 +102,8 @@ def howto_groups(cache: Path, base: Settings) -> list[dict]:
         snapshot = store.load(item.repo, item.commit) if item.split == "train" else None
         if snapshot is None:
             continue
-        retriever = retrievers.setdefault((item.repo, item.commit), Retriever(snapshot.settings(base)))
+        retriever = retrievers.setdefault((item.repo, item.commit),
+                                          Retriever(snapshot.settings(base), structure=True))
         result = retriever.search(snapshot.index_name, item.query, SearchOptions(**SEARCH_DEFAULTS))
         gold = set(item.gold_paths)
         groups.append({"repo": item.repo, "kind": "howto", "candidates": [
