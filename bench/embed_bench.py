@@ -29,7 +29,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 
 from codeqa.indexing import create_tables  # noqa: E402
-from codeqa.indexing.embeddings import LocalEmbedder  # noqa: E402
+from codeqa.indexing.embeddings import LocalEmbedder, local_model  # noqa: E402
 from codeqa.indexing.indexer import file_rows  # noqa: E402
 from codeqa.indexing.repo_files import walk_repo  # noqa: E402
 from index_bench import CACHE, fetch_source  # noqa: E402
@@ -120,7 +120,7 @@ def main() -> None:
         for batch in args.batch:
             builders = {
                 "torch fp32": lambda: TorchEmbedder(threads, batch, args.max_tokens),
-                "onnxruntime fp32": lambda: LocalEmbedder(batch, threads, max_tokens=args.max_tokens, model_path=fp32),
+                "onnxruntime fp32": lambda: LocalEmbedder(batch, threads, max_tokens=args.max_tokens, model=local_model(str(fp32))),
                 "onnxruntime int8": lambda: LocalEmbedder(batch, threads, max_tokens=args.max_tokens),
             }
             reference = None

@@ -16,8 +16,8 @@ import pytest
 from tokenizers import Tokenizer
 
 from codeqa.core.config import Settings
-from codeqa.indexing.embeddings import (TOKENIZER_FILE, EmbeddingError, LocalEmbedder, _check_file,
-                                        check_max_tokens, cuda_available, get_embedder, onnx_model_path,
+from codeqa.indexing.embeddings import (TOKENIZER_FILE, EmbeddingError, LocalEmbedder, _check_file, _file_sha256,
+                                        check_max_tokens, cuda_available, get_embedder, local_model, onnx_model_path,
                                         pick_device)
 from codeqa.core.errors import ConfigError
 
@@ -142,3 +142,31 @@ def test_max_tokens_is_how_much_of_a_text_the_model_reads(tmp_path: Path) -> Non
     whole = long.embed(texts)
     assert np.allclose(cut[0], cut[1], atol=1e-5)
     assert not np.allclose(whole[0], whole[1], atol=1e-3)
+
+
+@pytest.mark.unit
+def test_a_local_model_that_is_neither_shipped_nor_a_file_is_one_line_naming_the_choices(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddingError) as caught:
+        get_embedder(Settings(data_dir=tmp_path, embedding_model="BAAI/bge-small-en-v1.5"))
+    message = str(caught.value)
+    assert "all-MiniLM-L6-v2" in message and "model.onnx" in message and "CODEQA_EMBEDDING_PROVIDER=openai" in message
+    assert "\n" not in message and str(tmp_path) not in message
+
+
+@pytest.mark.integration
+def test_a_model_folder_of_ones_own_runs_under_an_id_of_its_bytes(tmp_path: Path) -> None:
+    """A checkpoint the user exported (a folder with model.onnx) runs like the shipped model;
+    its id names the folder and the file's hash, so a retrained file is another model."""
+    folder = tmp_path / "my-matcher"
+    folder.mkdir()
+    shutil.copy(onnx_model_path(), folder / "model.onnx")
+    embedder = get_embedder(Settings(data_dir=tmp_path, embedding_model=str(folder), embedding_device="cpu"))
+    assert embedder.model_id.startswith("local:my-matcher-int8-") and embedder.model_id != LocalEmbedder().model_id
+    texts = ["def parse_config(path): ...", "class OrderImporter:"]
+    assert np.allclose(embedder.embed(texts), LocalEmbedder().embed(texts), atol=1e-6)
+    assert local_model(str(folder / "model.onnx")).model_id == embedder.model_id
+    with (folder / "model.onnx").open("r+b") as handle:  # retrained: other bytes, another id
+        handle.seek(1000)
+        handle.write(b"\x00\x01\x02")
+    _file_sha256.cache_clear()
+    assert local_model(str(folder)).model_id != embedder.model_id

