@@ -170,3 +170,22 @@ def test_a_model_folder_of_ones_own_runs_under_an_id_of_its_bytes(tmp_path: Path
         handle.write(b"\x00\x01\x02")
     _file_sha256.cache_clear()
     assert local_model(str(folder)).model_id != embedder.model_id
+
+
+@pytest.mark.integration
+def test_the_shipped_matcher_loads_by_name_checked_and_apart_from_the_base(tmp_path: Path) -> None:
+    """`codeqa-matcher` (models/codeqa-matcher/model.onnx) is pinned by its sha256, indexes under
+    an id of its own, and reads an issue's words as pointing at the function the fix changes."""
+    matcher = get_embedder(Settings(data_dir=tmp_path, embedding_model="codeqa-matcher", embedding_device="cpu"))
+    assert matcher.model_id == "local:codeqa-matcher-int8-244b333196e9"
+    query, changed, other = matcher.embed([
+        "Cart total ignores the discount when a coupon has expired",
+        "src/shop/cart.py\nmethod Cart.total\ndef total(self) -> Decimal:\n"
+        "    amount = sum(item.price * item.quantity for item in self.items)\n"
+        "    if self.coupon and not self.coupon.expired:\n        amount -= self.coupon.discount\n    return amount",
+        "src/shop/cart.py\nmethod Cart.__repr__\ndef __repr__(self) -> str:\n"
+        "    return f'Cart({len(self.items)} items)'"])
+    assert np.allclose(np.linalg.norm([query, changed, other], axis=1), 1.0, atol=1e-5)
+    assert query @ changed > query @ other
+    base = LocalEmbedder(device="cpu").embed(["Cart total ignores the discount"])[0]
+    assert not np.allclose(matcher.embed(["Cart total ignores the discount"])[0], base, atol=1e-2)

@@ -117,8 +117,19 @@ def local_model(name: str) -> LocalModel:
         "set CODEQA_EMBEDDING_PROVIDER=openai and CODEQA_EMBEDDING_BASE_URL.")
 
 
+def matcher_model() -> LocalModel:
+    """all-MiniLM-L6-v2 fine-tuned by CodeQA on issue and fix-commit text -> the definitions the
+    fix changed (training/, model card in models/codeqa-matcher/README.md)."""
+    return LocalModel(MATCHER_NAME, MODELS_DIR / MATCHER_NAME / ONNX_FILE, MATCHER_SHA256, MATCHER_SIZE,
+                      "it ships inside the codeqa package: reinstall CodeQA")
+
+
+MATCHER_NAME = "codeqa-matcher"
+MATCHER_SHA256 = "244b333196e92e967e77e8bb6e6f2397793fe0408dc147bc1f0efcdf4657b350"
+MATCHER_SIZE = 23_100_200
+
 # The models the local provider ships, by the name CODEQA_EMBEDDING_MODEL gives them.
-LOCAL_MODELS: dict[str, Callable[[], LocalModel]] = {LOCAL_MODEL_NAME: base_model}
+LOCAL_MODELS: dict[str, Callable[[], LocalModel]] = {LOCAL_MODEL_NAME: base_model, MATCHER_NAME: matcher_model}
 
 
 @cache
