@@ -629,6 +629,16 @@ def test_cpp_in_class_constructor_and_nested_scope() -> None:
     assert by_name(parsed, "N.B.g").parent == "N.B"
 
 
+def test_cpp_a_scope_the_parser_invented_after_a_macro_is_no_scope() -> None:
+    """fmt's color.h: after the `FMT_CONSTEXPR` macro the grammar recovers by reading the return
+    type and the name as `ansi_color_escape<Char>::make_foreground_color`, with a missing `::`."""
+    source = ("template <typename Char>\nFMT_CONSTEXPR ansi_color_escape<Char>\n"
+              "make_foreground_color(rgb color) FMT_NOEXCEPT {\n"
+              "  return ansi_color_escape<Char>(color, internal::data::FOREGROUND_COLOR);\n}\n")
+    parsed = parse_source(source, "cpp")
+    assert table(parsed) == {("function", "make_foreground_color", 1, 5)}
+
+
 # --- edge cases ----------------------------------------------------------------------------------
 
 

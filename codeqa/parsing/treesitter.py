@@ -422,7 +422,14 @@ class _Extractor:
         return "method" if kind == "function" else kind
 
     def _scope(self, node: Node, name: str) -> str | None:
-        """Owner name from a scope capture: `Foo::bar` -> `Foo`, `*Server[T]` -> `Server`."""
+        """Owner name from a scope capture: `Foo::bar` -> `Foo`, `*Server[T]` -> `Server`.
+
+        A scope the parser had to invent to recover from an error is none: after a macro such
+        as `FMT_CONSTEXPR Ret<T>\nmake_color(...)`, tree-sitter's C++ grammar reads `Ret<T>` and
+        the name as `Ret<T>::make_color` with a missing `::`, which made a free function a
+        method of its return type, named across the line break."""
+        if node.has_error:
+            return None
         text = _GENERIC_ARGS_RE.sub("", self._text(node))
         for sep in ("::", "."):
             if text.endswith(sep + name):
