@@ -22,7 +22,7 @@ import argparse
 import gzip
 import json
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Callable
 
@@ -35,7 +35,7 @@ from training.sources import validation_repos  # noqa: E402
 from training.train_embedder import DATA, FileTexts, embedded_query, load_records  # noqa: E402
 
 VALIDATION = DATA / "validation.jsonl.gz"
-Scorer = Callable[[str, list[str]], np.ndarray]
+Scorer = Callable[[list[dict]], list[np.ndarray]]  # items -> each item's candidate scores
 
 
 def build_validation(mirror: Path, out: Path) -> None:
@@ -67,22 +67,47 @@ def build_validation(mirror: Path, out: Path) -> None:
     print(f"{written} validation items from {len(held_back)} repositories -> {out}", file=sys.stderr)
 
 
+def first_per_repo(items: list[dict], count: int) -> list[dict]:
+    """Each repository's first `count` items: a sample that still spans every language."""
+    taken: Counter[str] = Counter()
+    kept = []
+    for item in items:
+        taken[item["repo"]] += 1
+        if taken[item["repo"]] <= count:
+            kept.append(item)
+    return kept
+
+
 def bm25_scorer() -> Scorer:
     import bm25s
 
     from codeqa.indexing.create_tables import code_tokens
 
-    def score(query: str, candidates: list[str]) -> np.ndarray:
-        model = bm25s.BM25(k1=1.5, b=0.75)
-        model.index([code_tokens(c).split() for c in candidates], show_progress=False)
-        return np.asarray(model.get_scores(code_tokens(query).split()))
+    def score(items: list[dict]) -> list[np.ndarray]:
+        scores = []
+        for item in items:
+            query = code_tokens(item["query"]).split()
+            if not query:  # nothing BM25 can match: every candidate ties
+                scores.append(np.zeros(len(item["candidates"])))
+                continue
+            model = bm25s.BM25(k1=1.5, b=0.75)
+            model.index([code_tokens(c).split() for c in item["candidates"]], show_progress=False)
+            scores.append(np.asarray(model.get_scores(query)))
+        return scores
     return score
 
 
 def vector_scorer(embed: Callable[[list[str]], np.ndarray]) -> Scorer:
-    def score(query: str, candidates: list[str]) -> np.ndarray:
-        vectors = embed([query] + candidates)
-        return vectors[1:] @ vectors[0]
+    """Cosines, every text of every item embedded in one call (batched by length)."""
+    def score(items: list[dict]) -> list[np.ndarray]:
+        texts = [text for item in items for text in (item["query"], *item["candidates"])]
+        vectors = embed(texts)
+        scores, at = [], 0
+        for item in items:
+            query, candidates = vectors[at], vectors[at + 1:at + 1 + len(item["candidates"])]
+            scores.append(candidates @ query)
+            at += 1 + len(item["candidates"])
+        return scores
     return score
 
 
@@ -99,7 +124,8 @@ def torch_embed(checkpoint: Path | None, max_tokens: int, threads: int) -> Calla
     if checkpoint is not None:
         model.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=False)["model"])
     model.eval()
-    return lambda texts: model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+    return lambda texts: model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
+                                      show_progress_bar=False)
 
 
 def onnx_embed(model_file: Path, max_tokens: int) -> Callable[[list[str]], np.ndarray]:
@@ -118,15 +144,15 @@ def rank_metrics(scores: np.ndarray, changed: list[bool]) -> tuple[float, float]
 
 
 def evaluate(items: list[dict], scorers: dict[str, Scorer]) -> dict[str, dict[str, list[tuple[float, float]]]]:
-    """scorer -> group ("all", a language, "issue"/"commit") -> per-item (hit@1, RR)."""
-    results: dict[str, dict[str, list[tuple[float, float]]]] = {name: defaultdict(list) for name in scorers}
-    for number, item in enumerate(items, 1):
-        for name, scorer in scorers.items():
-            metrics = rank_metrics(scorer(item["query"], item["candidates"]), item["changed"])
+    """scorer -> group ("all", a language, "(issue)"/"(commit)") -> per-item (hit@1, RR)."""
+    results: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for name, scorer in scorers.items():
+        results[name] = defaultdict(list)
+        for item, scores in zip(items, scorer(items)):
+            metrics = rank_metrics(scores, item["changed"])
             for group in ("all", item["language"], f"({item['kind']})"):
                 results[name][group].append(metrics)
-        if number % 200 == 0:
-            print(f"scored {number}/{len(items)}", file=sys.stderr, flush=True)
+        print(f"scored {name}", file=sys.stderr, flush=True)
     return results
 
 
@@ -151,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a train_embedder.py checkpoint to score (repeatable)")
     parser.add_argument("--onnx", type=Path, action="append", default=[], help="an ONNX export to score (repeatable)")
     parser.add_argument("--no-base", action="store_true", help="leave the unchanged base model out")
-    parser.add_argument("--max-items", type=int, default=0, help="the first N items only")
+    parser.add_argument("--per-repo", type=int, default=0, help="the first N items of each repository only")
     parser.add_argument("--max-tokens", type=int, default=128, help="tokens read per text (the product's default)")
     parser.add_argument("--threads", type=int, default=2)
     return parser
@@ -162,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     if not VALIDATION.exists():
         build_validation(args.mirror, VALIDATION)
     items = [json.loads(line) for line in gzip.open(VALIDATION, "rt", encoding="utf-8")]
-    items = items[:args.max_items] if args.max_items else items
+    if args.per_repo:
+        items = first_per_repo(items, args.per_repo)
     scorers: dict[str, Scorer] = {"BM25": bm25_scorer()}
     if not args.no_base:
         scorers["base"] = vector_scorer(torch_embed(None, args.max_tokens, args.threads))
