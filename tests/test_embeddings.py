@@ -7,9 +7,9 @@ torch model it replaces and the file check run the real local model.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import shutil
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +17,7 @@ from tokenizers import Tokenizer
 
 from codeqa.core.config import Settings
 from codeqa.indexing.embeddings import (TOKENIZER_FILE, EmbeddingError, LocalEmbedder, _check_file, _file_sha256,
-                                        check_max_tokens, cuda_available, get_embedder, local_model, onnx_model_path,
+                                        base_model, check_max_tokens, cuda_available, get_embedder, local_model,
                                         pick_device)
 from codeqa.core.errors import ConfigError
 
@@ -109,15 +109,16 @@ def test_a_text_embeds_the_same_alone_and_in_a_batch_of_other_lengths(tmp_path: 
 @pytest.mark.integration
 def test_a_model_file_other_than_the_pinned_one_is_refused(tmp_path: Path) -> None:
     copy = tmp_path / "model.onnx"
-    shutil.copy(onnx_model_path(), copy)
-    _check_file(copy)  # the same bytes pass
+    shutil.copy(base_model().checked_path(), copy)
+    pinned_copy = replace(base_model(), path=copy)
+    _check_file(pinned_copy)  # the same bytes pass
     with copy.open("r+b") as handle:
         handle.seek(1000)
         byte = handle.read(1)
         handle.seek(1000)
         handle.write(bytes([byte[0] ^ 0xFF]))
     with pytest.raises(EmbeddingError, match="not the pinned file"):
-        _check_file(copy)
+        _check_file(pinned_copy)
 
 
 @pytest.mark.integration
@@ -159,7 +160,7 @@ def test_a_model_folder_of_ones_own_runs_under_an_id_of_its_bytes(tmp_path: Path
     its id names the folder and the file's hash, so a retrained file is another model."""
     folder = tmp_path / "my-matcher"
     folder.mkdir()
-    shutil.copy(onnx_model_path(), folder / "model.onnx")
+    shutil.copy(base_model().checked_path(), folder / "model.onnx")
     embedder = get_embedder(Settings(data_dir=tmp_path, embedding_model=str(folder), embedding_device="cpu"))
     assert embedder.model_id.startswith("local:my-matcher-int8-") and embedder.model_id != LocalEmbedder().model_id
     texts = ["def parse_config(path): ...", "class OrderImporter:"]

