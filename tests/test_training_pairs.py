@@ -100,8 +100,32 @@ def test_batches_never_hold_two_positives_of_one_query_and_lose_none() -> None:
     assert all(len({t["id"] for t in batch}) == len(batch) <= 5 for batch in result)
 
 
-def test_definition_text_carries_path_and_name_and_only_the_definitions_lines() -> None:
-    from training.train_embedder import definition_text
+def test_definition_texts_are_what_the_index_embeds_for_each_definition() -> None:
+    """The matcher trains on the rows' own embedding text (path, kind and name, signature,
+    code), keyed by qualified name and start line as the pairs name them."""
+    from codeqa.indexing.create_tables import embedding_text
+    from codeqa.indexing.indexer import file_rows
+    from codeqa.indexing.repo_files import SourceFile
+    from training.train_embedder import definition_texts
 
-    lines = ["import os", "def parse(x):", "    return x", "def other():", "    pass"]
-    assert definition_text("src/a.py", "parse", lines, 2, 3) == "src/a.py\nparse\ndef parse(x):\n    return x"
+    source = "import os\n\ndef parse(x):\n    return x\n\nclass Cart:\n    def total(self):\n        return 0\n"
+    texts = definition_texts(source, "python", "src/a.py")
+    assert set(texts) == {("parse", 3), ("Cart", 6), ("Cart.total", 7)}
+    assert texts[("parse", 3)].startswith("src/a.py\nfunction parse\n")
+    assert "return x" in texts[("parse", 3)] and "Cart" not in texts[("parse", 3)]
+    file = SourceFile(path="src/a.py", abs_path=Path("src/a.py"), language="python", size=len(source), mtime_ns=0,
+                      text=source, sha256="0", decoded_with_replacement=False)
+    rows = file_rows("r", file, 0).rows
+    indexed = {(r["qualified_name"], r["start_line"]): embedding_text(r) for table in rows.values() for r in table}
+    assert all(indexed[key] == text for key, text in texts.items())
+
+
+def test_validation_holds_back_one_repository_in_seven_of_every_language() -> None:
+    from training.sources import Source, validation_repos
+
+    sources = [Source("go", f"o/go{n}", "a", 1) for n in range(8)] + [Source("zig", "o/zig", "a", 1)]
+    held = validation_repos(sources)
+    assert len([r for r in held if r.startswith("o/go")]) == 2 and "o/zig" in held
+    assert validation_repos(sources) == held  # stable: an order of names, not a random draw
+
+
