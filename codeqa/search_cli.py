@@ -61,7 +61,7 @@ def build_parser(prog: str = "codeqa") -> argparse.ArgumentParser:
                         help="run the two LLM HyDE steps first (off by default)")
     rerank = search.add_mutually_exclusive_group()
     rerank.add_argument("--rerank", dest="rerank", action="store_true", default=None,
-                        help="rerank the candidates with ColBERT (default: CODEQA_RERANK)")
+                        help="rerank the best files' definitions with the cross-encoder (default: CODEQA_RERANK)")
     rerank.add_argument("--no-rerank", dest="rerank", action="store_false", help="do not rerank")
     search.add_argument("--lang", help="only this language (python, java, ...)")
     search.add_argument("--path", help="only files under this path prefix, relative to the repo root")

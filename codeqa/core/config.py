@@ -145,9 +145,9 @@ class Settings:
     # questions, docs/retrieval.md), or the path of a model file train_ranker.py wrote
     file_model: str = "default"
 
-    # Reranking
+    # Reranking: the cross-encoder that reorders the best files' definitions (search/rerank.py)
     rerank: bool = False
-    colbert_model: str = "answerdotai/answerai-colbert-small-v1"
+    rerank_model: str = "codeqa-reranker"  # the shipped model, or a folder holding a model.onnx
 
     # Answers: token budgets of the prompt (defaults fit the embedded 4k-context model)
     context_tokens: int = 1800
@@ -209,7 +209,7 @@ class Settings:
             platform=_env_choice("CODEQA_PLATFORM", "linux", PLATFORMS),
             file_model=_env_file_model("CODEQA_FILE_MODEL"),
             rerank=_env_bool("CODEQA_RERANK", False),
-            colbert_model=_env("CODEQA_COLBERT_MODEL", "answerdotai/answerai-colbert-small-v1"),
+            rerank_model=_env("CODEQA_RERANK_MODEL", "codeqa-reranker"),
             context_tokens=_env_int("CODEQA_CONTEXT_TOKENS", 1800),
             history_tokens=_env_int("CODEQA_HISTORY_TOKENS", 600),
             answer_tokens=_env_int("CODEQA_ANSWER_TOKENS", 512),

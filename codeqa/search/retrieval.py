@@ -7,7 +7,8 @@ search half of CodeQA.
 
 Pipeline: HyDE (the LLM writes the code it expects) → hybrid search → HyDE with the real
 code found (the question rewritten with the codebase's names) → hybrid search over a
-candidate pool → optional ColBERT rerank → exact-name matches on top. Every stage can be
+candidate pool → files ranked by their evidence → the best files' definitions weighed → optional
+cross-encoder rerank of those definitions → exact-name matches on top. Every stage can be
 switched off and reports its time; without an LLM, search still runs and says so.
 """
 
@@ -525,7 +526,7 @@ class Retriever:
                                                zip(create_tables.ROW_TABLES, named) for row in rows.result()])
             pool = self._group_overloads(repo, pool, options)
         report("search", "done", stages.timings["search"] + stages.timings["exact"], f"{len(pool)} candidates")
-        hits, rerank = self._rerank(parsed, pool, options, stages, notices, report)
+        hits = pool
         with stages.time("files"):
             bm25_files = file_rows.result() if file_rows is not None else []
             candidates = rank_files(bm25_files, hits, parsed.about_tests, self.file_ranker, parsed.about_prose,
@@ -535,6 +536,7 @@ class Retriever:
             with stages.time("definitions"):
                 self._rank_definitions(repo, candidates[:min(options.k, DEFINITION_FILES)], hits, parsed,
                                        question_vector)
+        rerank = self._rerank(repo, parsed, candidates[:options.k], options, stages, notices, report)
         hits, candidates = _whole_name_first(parsed, hits_in_file_order(hits, candidates[:options.k]), candidates)
         hits = self._group_overloads(repo, hits, options)[:options.k]
         _show_relevance(hits, candidates, parsed)
@@ -658,21 +660,30 @@ class Retriever:
         named = {hit.id for hit in definitions if any(_names(hit, name) for name in parsed.symbols)}
         features = definition_features(definitions, vectors, texts, pool, question_vector, parsed.terms, named)
         rank_definitions(files, definitions, features, self.symbol_ranker)
-        outside = {hit.id: hit.table for file in files for hit in file.symbols if hit.id not in in_pool}
+        outside = [hit for file in files for hit in file.symbols if hit.id not in in_pool]
         if outside:
-            kinds = sorted(set(outside.values()))
-
-            def read_whole(kind: str) -> list[Hit]:
-                ids = [key for key, table in outside.items() if table == kind]
-                where = f"{create_tables.sql_in('file_path', paths)} AND {create_tables.sql_in('id', ids)}"
-                rows = self._table(repo, kind).search().where(where).select(SELECT).limit(len(ids)).to_list()
-                return [_hit({**row, "_score_value": 0.0}, kind) for row in rows]
-
-            whole = {hit.id: hit for hits in self._pool.map(read_whole, kinds) for hit in hits}
+            whole = self._whole_hits(repo, outside)
             for file in files:
                 file.symbols = [whole.get(hit.id, hit) for hit in file.symbols]
                 for definition in file.definitions:
                     definition.hit = whole.get(definition.hit.id, definition.hit)
+
+    def _whole_hits(self, repo, hits: list[Hit]) -> dict[str, Hit]:
+        """Light rows (`_light_rows`: no code, signature or doc) read whole, by id; rows that
+        already have their code are not read again."""
+        light = [hit for hit in hits if not hit.code]
+        if not light:
+            return {}
+        paths = sorted({hit.file_path for hit in light})
+
+        def read_whole(kind: str) -> list[Hit]:
+            ids = [hit.id for hit in light if hit.table == kind]
+            where = f"{create_tables.sql_in('file_path', paths)} AND {create_tables.sql_in('id', ids)}"
+            rows = self._table(repo, kind).search().where(where).select(SELECT).limit(len(ids)).to_list()
+            return [_hit({**row, "_score_value": 0.0}, kind) for row in rows]
+
+        return {hit.id: hit for found in self._pool.map(read_whole, sorted({hit.table for hit in light}))
+                for hit in found}
 
     def _light_rows(self, repo, kind: str, paths: list[str]) -> list[LightRow]:
         """The files' definitions and module code without code (DEFINITION_COLUMNS), each with its
@@ -705,39 +716,39 @@ class Retriever:
             found.update(fresh)
         return [entry for path in paths for entry in found[path]]
 
-    def _rerank(self, parsed: ParsedQuery, pool: list[Hit], options: SearchOptions, stages: _Stages,
-                notices: list[str], report: Progress) -> tuple[list[Hit], dict]:
-        """ColBERT over the top of the pool; exact-name matches keep their place on top."""
+    def _rerank(self, repo, parsed: ParsedQuery, files: list[FileHit], options: SearchOptions, stages: _Stages,
+                notices: list[str], report: Progress) -> dict:
+        """The cross-encoder reads the question with each of the best files' best definitions
+        and reorders them (`rerank.rerank_definitions`); the files keep their order."""
         wanted = self.settings.rerank if options.rerank is None else options.rerank
         if not wanted:
             report("rerank", "skipped", None, "switched off")
-            return pool, {"used": False, "reason": "switched off"}
-        from codeqa.search.rerank import RerankUnavailable
+            return {"used": False, "reason": "switched off"}
+        from codeqa.search.rerank import RerankUnavailable, rerank_candidates, rerank_definitions
         reranker = self.reranker()
         status = reranker.status()
         if not status.available:
             notices.append(f"Rerank unavailable: {status.reason}")
             report("rerank", "skipped", None, status.reason)
-            return pool, {"used": False, "reason": status.reason}
-        exact = [h for h in pool if h.exact]
-        candidates = [h for h in pool if not h.exact][:min(options.pool_size(), reranker.max_documents)]
-        report("rerank", "start", None, f"{len(candidates)} candidates")
+            return {"used": False, "reason": status.reason}
+        chosen = rerank_candidates(files)[:reranker.max_documents]
+        if not chosen:
+            report("rerank", "skipped", None, "no definitions to rerank")
+            return {"used": False, "reason": "no definitions to rerank"}
+        report("rerank", "start", None, f"{len(chosen)} definitions")
         try:
             with stages.time("rerank"):
-                scores = reranker.score(parsed.semantic, [_rerank_text(hit) for hit in candidates])
+                whole = self._whole_hits(repo, [definition.hit for definition in chosen])
+                for definition in chosen:
+                    definition.hit = whole.get(definition.hit.id, definition.hit)
+                scores = reranker.score(parsed.semantic, [create_tables.embedding_text(_row_of(d.hit)) for d in chosen])
         except RerankUnavailable as exc:
             notices.append(f"Rerank unavailable: {exc}")
             report("rerank", "skipped", None, str(exc))
-            return pool, {"used": False, "reason": str(exc)}
-        for hit, value in zip(candidates, scores):
-            hit.score = float(value)
-        reranked = sorted(candidates, key=lambda h: -h.score)
-        top = reranked[0].score if reranked else 0.0
-        for hit in exact:
-            hit.score = max(hit.score, top)
-        rest = [h for h in pool if not h.exact][len(candidates):]
+            return {"used": False, "reason": str(exc)}
+        rerank_definitions(files, {definition.hit.id: score for definition, score in zip(chosen, scores)})
         report("rerank", "done", stages.timings["rerank"], "")
-        return exact + reranked + rest, {"used": True, "reason": reranker.status().reason}
+        return {"used": True, "reason": status.reason}
 
     def _group_overloads(self, repo, hits: list[Hit], options: SearchOptions) -> list[Hit]:
         """Each declaration with an implementation in the repository gives its place to that
@@ -987,5 +998,7 @@ def _snippets_for_expansion(hits: list[Hit]) -> str:
     return "\n".join(lines)
 
 
-def _rerank_text(hit: Hit) -> str:
-    return f"{hit.file_path} {hit.qualified_name}\n{hit.signature}\n{hit.doc[:300]}\n{hit.code[:1500]}"
+def _row_of(hit: Hit) -> dict:
+    """The fields `create_tables.embedding_text` reads: the reranker reads what the index embeds."""
+    return {"file_path": hit.file_path, "kind": hit.kind, "qualified_name": hit.qualified_name,
+            "signature": hit.signature, "doc": hit.doc, "code": hit.code}
