@@ -3,6 +3,7 @@
     python training/evaluate_embedder.py --mirror /work/.mirror                       # base vs BM25
     python training/evaluate_embedder.py --checkpoint training/data/checkpoints/step-536.pt
     python training/evaluate_embedder.py --onnx training/data/export/model.onnx    # the shipped form
+    python training/evaluate_embedder.py --reranker codeqa-reranker --no-base      # the cross-encoder
 
 The task is the one the matcher is for once a file is found: among the definitions of a fix's
 gold files (the ones it changed and up to 8 others per file, as mined), rank the changed ones
@@ -127,6 +128,16 @@ def onnx_embed(model_file: Path, max_tokens: int) -> Callable[[list[str]], np.nd
     return lambda texts: np.asarray(embedder.embed(texts))
 
 
+def reranker_scorer(model: str, threads: int) -> Scorer:
+    """A cross-encoder (the shipped `codeqa-reranker` or an export's folder) as search runs it."""
+    from codeqa.search.rerank import CrossEncoderReranker
+
+    reranker = CrossEncoderReranker(model, max_documents=10_000, threads=threads)
+    if not reranker.status().available:
+        raise SystemExit(reranker.status().reason)
+    return lambda items: [np.asarray(reranker.score(item["query"], item["candidates"])) for item in items]
+
+
 def rank_metrics(scores: np.ndarray, changed: list[bool]) -> tuple[float, float]:
     """hit@1 and reciprocal rank of the first changed candidate (ties broken against it)."""
     order = np.lexsort((np.asarray(changed), -scores))  # among equal scores, unchanged first
@@ -167,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--checkpoint", type=Path, action="append", default=[],
                         help="a train_embedder.py checkpoint to score (repeatable)")
     parser.add_argument("--onnx", type=Path, action="append", default=[], help="an ONNX export to score (repeatable)")
+    parser.add_argument("--reranker", action="append", default=[],
+                        help="a cross-encoder to score: codeqa-reranker or an export's folder (repeatable)")
     parser.add_argument("--no-base", action="store_true", help="leave the unchanged base model out")
     parser.add_argument("--per-repo", type=int, default=0, help="the first N items of each repository only")
     parser.add_argument("--max-tokens", type=int, default=128, help="tokens read per text (the product's default)")
@@ -188,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         scorers[checkpoint.stem] = vector_scorer(torch_embed(checkpoint, args.max_tokens, args.threads))
     for model_file in args.onnx:
         scorers[f"onnx:{model_file.parent.name}"] = vector_scorer(onnx_embed(model_file, args.max_tokens))
+    for model in args.reranker:
+        scorers[f"reranker:{Path(model).name}"] = reranker_scorer(model, args.threads)
     print(f"{len(items)} items from {len({i['repo'] for i in items})} held-back repositories; "
           f"{sum(len(i['candidates']) for i in items)} candidates")
     print(table(evaluate(items, scorers)))

