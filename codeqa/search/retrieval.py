@@ -526,18 +526,17 @@ class Retriever:
                                                zip(create_tables.ROW_TABLES, named) for row in rows.result()])
             pool = self._group_overloads(repo, pool, options)
         report("search", "done", stages.timings["search"] + stages.timings["exact"], f"{len(pool)} candidates")
-        hits = pool
         with stages.time("files"):
             bm25_files = file_rows.result() if file_rows is not None else []
-            candidates = rank_files(bm25_files, hits, parsed.about_tests, self.file_ranker, parsed.about_prose,
+            candidates = rank_files(bm25_files, pool, parsed.about_tests, self.file_ranker, parsed.about_prose,
                                     parsed.terms, self._layout(repo) if self.structure else None)
             candidates = group_twins(candidates, self.settings.platform)
         if options.definitions:
             with stages.time("definitions"):
-                self._rank_definitions(repo, candidates[:min(options.k, DEFINITION_FILES)], hits, parsed,
+                self._rank_definitions(repo, candidates[:min(options.k, DEFINITION_FILES)], pool, parsed,
                                        question_vector)
         rerank = self._rerank(repo, parsed, candidates[:options.k], options, stages, notices, report)
-        hits, candidates = _whole_name_first(parsed, hits_in_file_order(hits, candidates[:options.k]), candidates)
+        hits, candidates = _whole_name_first(parsed, hits_in_file_order(pool, candidates[:options.k]), candidates)
         hits = self._group_overloads(repo, hits, options)[:options.k]
         _show_relevance(hits, candidates, parsed)
         stages.timings["total"] = (time.perf_counter() - started) * 1000
