@@ -1,7 +1,7 @@
 """Export a train_embedder.py (or train_reranker.py) checkpoint as the int8 ONNX file the product runs, and check it.
 
     python training/export_onnx.py training/data/checkpoints/step-600.pt --out codeqa/indexing/models/codeqa-matcher
-    python training/export_onnx.py training/data/reranker-checkpoints/step-450.pt --reranker \
+    python training/export_onnx.py training/data/reranker-checkpoints-2/step-200.pt --reranker \
         --out codeqa/indexing/models/codeqa-reranker
 
 The graph has the inputs and output of the all-MiniLM-L6-v2 file the product already runs
