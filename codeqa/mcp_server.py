@@ -277,7 +277,7 @@ class CodeTools:
     def search_code(self, query: str, repo: str | None, k: int, lang: str | None,
                     path: str | None) -> tuple[str, SearchOutput]:
         info = self.repo(repo)
-        options = SearchOptions(k=k, hyde=False, language=lang,
+        options = SearchOptions(k=k, hyde=False, language=lang, rerank=self.services.settings.rerank_chat,
                                 path_prefix=path and _repo_relative(info, path))
         result = self.services.retriever.search(info.name, query, options)
         hits = []

@@ -86,7 +86,7 @@ def _context_main(args: argparse.Namespace, services: Services) -> int:
     """`codeqa context`: print the packed context (or its JSON) for one message."""
     if args.budget is not None and args.budget < 1:
         raise QueryError("--budget must be a positive number of tokens.")
-    options = SearchOptions(k=args.k, hyde=args.hyde)
+    options = SearchOptions(k=args.k, hyde=args.hyde, rerank=services.settings.rerank_chat)  # as the chat would
     check_options(options)
     assembled = services.context.build(args.repo, args.message, options, args.budget or services.settings.context_tokens)
     if args.json:

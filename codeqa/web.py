@@ -186,7 +186,7 @@ def index() -> str:
     user_id()
     config = {"repos": [repo_summary(info) for info in services().repos()],
               "status": status_report(), "limits": {"message_chars": MAX_MESSAGE_CHARS},
-              "defaults": {"rerank": services().settings.rerank},
+              "defaults": {"rerank": services().settings.rerank_chat},  # the toggle is the chat's
               "unsafe_text": UNSAFE_PATTERN}  # what the page escapes in the names it shows
     return render_template("index.html", config_json=safe_json_for_html(config))
 
@@ -257,7 +257,9 @@ def context() -> Response:
     budget = data.get("budget", services().settings.context_tokens)
     if not isinstance(budget, int) or isinstance(budget, bool) or not 1 <= budget <= MAX_CONTEXT_BUDGET:
         raise ApiError(400, f"'budget' must be a number of tokens from 1 to {MAX_CONTEXT_BUDGET:,}.")
-    options = SearchOptions(k=data.get("k", 8), hyde=flag(data, "hyde", False), rerank=optional_flag(data, "rerank"))
+    rerank = optional_flag(data, "rerank")  # as the chat would: the context is the chat's
+    options = SearchOptions(k=data.get("k", 8), hyde=flag(data, "hyde", False),
+                            rerank=services().settings.rerank_chat if rerank is None else rerank)
     check_options(options)  # also when the message has no @codebase to search
     return jsonify(public(services().context.build(info.name, message, options, budget).to_json()))
 

@@ -20,7 +20,7 @@ def make_app(indexed_sample, llm_url: str, redis_url: str = "", **flask_config):
     app_settings = settings.__class__(
         data_dir=settings.data_dir, llm_base_url=llm_url, chat_model="local", hyde_model="local",
         redis_url=redis_url, history_ttl_seconds=flask_config.pop("ttl", 3600), llm_timeout=120.0,
-        rerank=flask_config.pop("rerank", False))
+        rerank=flask_config.pop("rerank", False), rerank_chat=flask_config.pop("rerank_chat", False))
     app = create_app({"TESTING": True, "CODEQA_SETTINGS": app_settings,
                       "CODEQA_CHAT_BUDGET": {"answer_tokens": 24, "context_tokens": 600, "history_tokens": 300,
                                              "k": 4},
@@ -249,20 +249,26 @@ def test_search_api_has_the_cli_shape(client):
     assert len(data["results"]) == 3 and data["rerank"]["used"] is False
 
 
-def test_chat_and_search_start_from_the_rerank_setting(indexed_sample, llm_proxy, redis_server):
+@pytest.mark.parametrize("rerank, rerank_chat", [(False, True), (True, False)])
+def test_chat_and_search_start_from_their_own_rerank_settings(indexed_sample, llm_proxy, redis_server, rerank,
+                                                              rerank_chat):
     url, _ = llm_proxy
-    app = make_app(indexed_sample, url, redis_server.url, rerank=True)
+    app = make_app(indexed_sample, url, redis_server.url, rerank=rerank, rerank_chat=rerank_chat)
     client = app.test_client()
 
     def rerank_status(evts):  # the stage's last word: done or skipped
         return [d for n, d in evts if n == "status" and d["stage"] == "rerank"][-1]
 
-    assert rerank_status(chat(client, "@codebase cart total"))["state"] == "done"  # CODEQA_RERANK=1
+    chatted = rerank_status(chat(client, "@codebase cart total"))  # CODEQA_RERANK_CHAT
+    assert chatted["state"] == ("done" if rerank_chat else "skipped")
+    assert rerank_status(chat(client, "@codebase cart total", rerank=True))["state"] == "done"
     assert rerank_status(chat(client, "@codebase cart total", rerank=False))["detail"] == "switched off"
-    searched = client.post("/api/search", json={"repo": "sample", "query": "cart total"}).get_json()
-    assert searched["rerank"] == {"used": True, "reason": "cross-encoder codeqa-reranker"}
+    searched = client.post("/api/search", json={"repo": "sample", "query": "cart total"}).get_json()  # CODEQA_RERANK
+    assert searched["rerank"]["used"] is rerank
+    context = client.post("/api/context", json={"repo": "sample", "message": "@codebase cart total"}).get_json()
+    assert context["search"]["rerank"]["used"] is rerank_chat  # what the chat would see
     page = client.get("/").get_data(as_text=True)
-    assert '"defaults": {"rerank": true}' in page
+    assert f'"defaults": {{"rerank": {str(rerank_chat).lower()}}}' in page  # the UI's toggle is the chat's
     close_app(app)
 
 

@@ -69,7 +69,7 @@ class ChatTurn:
     repo: str
     message: str
     hyde: bool = False
-    rerank: bool | None = None  # None: the CODEQA_RERANK setting, as for every search
+    rerank: bool | None = None  # None: the CODEQA_RERANK_CHAT setting
 
 
 @dataclass
@@ -360,7 +360,8 @@ class ChatService:
     def _assemble(self, turn: ChatTurn, parsed: ParsedMessage) -> Iterator[Event]:
         """Resolve the commands and search in a worker thread, relaying stage reports live."""
         events: queue.Queue = queue.Queue()
-        options = SearchOptions(k=self.budget.k, hyde=turn.hyde, rerank=turn.rerank)
+        rerank = turn.rerank if turn.rerank is not None else self.contexts.retriever.settings.rerank_chat
+        options = SearchOptions(k=self.budget.k, hyde=turn.hyde, rerank=rerank)
 
         def progress(stage: str, state: str, ms: float | None, detail: str) -> None:
             events.put(("status", {"stage": stage, "state": state,

@@ -145,8 +145,11 @@ class Settings:
     # questions, docs/retrieval.md), or the path of a model file train_ranker.py wrote
     file_model: str = "default"
 
-    # Reranking: the cross-encoder that reorders the best files' definitions (search/rerank.py)
+    # Reranking: the cross-encoder that reorders the best files' definitions (search/rerank.py).
+    # Off for the search API and CLI (it does not gain in every language, and costs ~0.5 s); on
+    # for the chat and MCP, where an answer takes seconds anyway (docs/retrieval.md, "Reranking")
     rerank: bool = False
+    rerank_chat: bool = True
     rerank_model: str = "codeqa-reranker"  # the shipped model, or a folder holding a model.onnx
 
     # Answers: token budgets of the prompt (defaults fit the embedded 4k-context model)
@@ -209,6 +212,7 @@ class Settings:
             platform=_env_choice("CODEQA_PLATFORM", "linux", PLATFORMS),
             file_model=_env_file_model("CODEQA_FILE_MODEL"),
             rerank=_env_bool("CODEQA_RERANK", False),
+            rerank_chat=_env_bool("CODEQA_RERANK_CHAT", True),
             rerank_model=_env("CODEQA_RERANK_MODEL", "codeqa-reranker"),
             context_tokens=_env_int("CODEQA_CONTEXT_TOKENS", 1800),
             history_tokens=_env_int("CODEQA_HISTORY_TOKENS", 600),
