@@ -165,3 +165,11 @@ def test_a_file_without_scores_keeps_its_order():
 def test_the_shipped_file_is_pinned():
     model = rerank.reranker_model(RERANKER_NAME)
     assert model.sha256 != "0" * 64 and model.size == Path(model.path).stat().st_size
+
+
+@pytest.mark.integration
+def test_a_question_of_long_tokens_is_cut_too(reranker):
+    long_words = " ".join(["https://example.com/" + "a" * 80] * 200)  # a few tokens per 100 characters
+    question = reranker.cap_question(long_words)
+    assert len(question) <= rerank.QUERY_TOKENS * 10 and long_words.startswith(question)
+    assert len(reranker.score(long_words, DOCS)) == len(DOCS)
