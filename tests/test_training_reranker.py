@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("torch")  # the train extra (make setup-dev installs it)
 
 from codeqa.search.rerank import RERANKER_NAME, CrossEncoderReranker  # noqa: E402
-from training import train_reranker  # noqa: E402
+from training import train_embedder, train_reranker  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +43,7 @@ def test_a_run_resumes_from_its_newest_checkpoint(tmp_path: Path, monkeypatch):
         for number in range(4):
             handle.write(json.dumps({"id": f"q{number}", "repo": "sympy/sympy", "query": f"report {number}",
                                      "positive": DEFINITION, "negative": "def other():\n    pass\n"}) + "\n")
-    monkeypatch.setattr(train_reranker, "validation_repos", lambda: set())
+    monkeypatch.setattr(train_embedder, "validation_repos", lambda: set())
     checkpoints = tmp_path / "checkpoints"
     common = ["--triples", str(triples), "--checkpoints", str(checkpoints), "--batch-size", "2",
               "--save-every", "1", "--threads", "1"]

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -180,18 +181,26 @@ def load_model(max_tokens: int, checkpoint: Path | None = None):
     return model
 
 
-def train(args: argparse.Namespace) -> None:
-    import torch
-
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
+def training_triples(path: Path, with_negative: bool = False) -> list[dict]:
+    """The triples to train on: every repository's but the held-back ones (refused repositories
+    raise); `with_negative` keeps only those with a hard negative."""
     held_back = validation_repos()
-    triples = [t for t in (json.loads(line) for line in gzip.open(args.triples, "rt", encoding="utf-8") if line.strip())
-               if t["repo"] not in held_back]
+    triples = [t for t in (json.loads(line) for line in gzip.open(path, "rt", encoding="utf-8") if line.strip())
+               if t["repo"] not in held_back and (t["negative"] or not with_negative)]
     check_allowed(sorted({t["repo"] for t in triples}))
     print(f"{len(triples)} triples from {len({t['repo'] for t in triples})} repositories "
           f"({len(held_back)} held back for evaluate_embedder.py)", file=sys.stderr)
-    model = load_model(args.max_tokens)
+    return triples
+
+
+def fit(model, triples: list[dict], args: argparse.Namespace, loss_of: Callable[[list[dict]], object],
+        unit: str) -> None:
+    """The loop both trainers share: AdamW with 10% warm-up then linear decay over `args.steps`
+    (or `args.epochs`), batches from `batches` (a new order each epoch), gradients clipped at 1,
+    the newest checkpoint of `args.checkpoints` resumed and one written every `args.save_every`
+    steps. `loss_of(batch)` is the trainer's own: a scalar tensor to minimise."""
+    import torch
+
     epoch_batches = batches(triples, args.batch_size, args.seed)
     batches_epoch = 0
     total = args.steps or len(epoch_batches) * args.epochs
@@ -215,12 +224,7 @@ def train(args: argparse.Namespace) -> None:
         if epoch != batches_epoch:  # each epoch its own order
             epoch_batches, batches_epoch = batches(triples, args.batch_size, args.seed + epoch), epoch
         batch = epoch_batches[index]
-        queries = [t["query"] for t in batch]
-        documents = [t["positive"] for t in batch] + [t["negative"] for t in batch if t["negative"]]
-        q = model(model.tokenize(queries))["sentence_embedding"]
-        d = model(model.tokenize(documents))["sentence_embedding"]
-        scores = torch.nn.functional.normalize(q, dim=-1) @ torch.nn.functional.normalize(d, dim=-1).T * SCALE
-        loss = torch.nn.functional.cross_entropy(scores, torch.arange(len(batch)))
+        loss = loss_of(batch)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -230,10 +234,29 @@ def train(args: argparse.Namespace) -> None:
         seen += len(batch)
         if step % args.log_every == 0 or step == total:
             rate = seen / (time.time() - started)
-            print(f"step {step}/{total} loss {loss.item():.4f} {rate:.1f} pairs/s", file=sys.stderr, flush=True)
+            print(f"step {step}/{total} loss {loss.item():.4f} {rate:.1f} {unit}/s", file=sys.stderr, flush=True)
         if step % args.save_every == 0 or step == total:
             save_checkpoint(args.checkpoints, step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                                                      "schedule": schedule.state_dict(), "step": step})
+
+
+def train(args: argparse.Namespace) -> None:
+    import torch
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    triples = training_triples(args.triples)
+    model = load_model(args.max_tokens)
+
+    def loss_of(batch: list[dict]):
+        queries = [t["query"] for t in batch]
+        documents = [t["positive"] for t in batch] + [t["negative"] for t in batch if t["negative"]]
+        q = model(model.tokenize(queries))["sentence_embedding"]
+        d = model(model.tokenize(documents))["sentence_embedding"]
+        scores = torch.nn.functional.normalize(q, dim=-1) @ torch.nn.functional.normalize(d, dim=-1).T * SCALE
+        return torch.nn.functional.cross_entropy(scores, torch.arange(len(batch)))
+
+    fit(model, triples, args, loss_of, "pairs")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,17 +20,13 @@ newest is resumed. torch is for training only; `export_onnx.py --reranker` ships
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from training.sources import check_allowed, validation_repos  # noqa: E402
-from training.train_embedder import DATA, TRIPLES, batches, latest_checkpoint, save_checkpoint  # noqa: E402
+from training.train_embedder import DATA, TRIPLES, fit, latest_checkpoint, training_triples  # noqa: E402
 
 CHECKPOINTS = DATA / "reranker-checkpoints"
 QUERY_TOKENS = 64  # the query's share of a pair; the definition gets the rest
@@ -79,56 +75,19 @@ def train(args: argparse.Namespace) -> None:
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
-    held_back = validation_repos()
-    triples = [t for t in (json.loads(line) for line in gzip.open(args.triples, "rt", encoding="utf-8") if line.strip())
-               if t["repo"] not in held_back and t["negative"]]
-    check_allowed(sorted({t["repo"] for t in triples}))
-    print(f"{len(triples)} triples from {len({t['repo'] for t in triples})} repositories "
-          f"({len(held_back)} held back for evaluate_embedder.py)", file=sys.stderr)
-    checkpoint = latest_checkpoint(args.checkpoints)
-    tokenizer, model = load_model(init=None if checkpoint else args.init)
-    epoch_batches = batches(triples, args.batch_size, args.seed)
-    batches_epoch = 0
-    total = args.steps or len(epoch_batches) * args.epochs
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
-    warmup = max(1, total // 10)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, (total - s) / max(1, total - warmup)))
-    step = 0
-    if checkpoint is not None:
-        state = torch.load(checkpoint, map_location="cpu", weights_only=False)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        schedule.load_state_dict(state["schedule"])
-        step = state["step"]
-        print(f"resumed from {checkpoint.name}", file=sys.stderr)
-    model.train()
-    started, seen = time.time(), 0
-    while step < total:
-        epoch, index = divmod(step, len(epoch_batches))
-        if epoch != batches_epoch:
-            epoch_batches, batches_epoch = batches(triples, args.batch_size, args.seed + epoch), epoch
-        batch = epoch_batches[index]
+    triples = training_triples(args.triples, with_negative=True)
+    tokenizer, model = load_model(init=None if latest_checkpoint(args.checkpoints) else args.init)
+
+    def loss_of(batch: list[dict]):
         queries, documents = [], []
         for triple in batch:
             query = cap_query(tokenizer, triple["query"])
             queries += [query, query]
             documents += [triple["positive"], triple["negative"]]
         logits = model(**encode_pairs(tokenizer, queries, documents)).logits.view(len(batch), 2)
-        loss = torch.nn.functional.cross_entropy(logits, torch.zeros(len(batch), dtype=torch.long))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad()
-        step += 1
-        seen += len(batch)
-        if step % args.log_every == 0 or step == total:
-            rate = seen / (time.time() - started)
-            print(f"step {step}/{total} loss {loss.item():.4f} {rate:.1f} queries/s", file=sys.stderr, flush=True)
-        if step % args.save_every == 0 or step == total:
-            save_checkpoint(args.checkpoints, step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                                                     "schedule": schedule.state_dict(), "step": step})
+        return torch.nn.functional.cross_entropy(logits, torch.zeros(len(batch), dtype=torch.long))
+
+    fit(model, triples, args, loss_of, "queries")
 
 
 def build_parser() -> argparse.ArgumentParser:
