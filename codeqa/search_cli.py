@@ -40,7 +40,8 @@ def _format_human(result: SearchResult) -> str:
         if hit.reference_count > 3:
             lines.append(f"      ... {hit.reference_count} uses in all")
     if result.files:
-        lines.append("files:")
+        lines.append(f"files (ranked as a {'how-it-works question' if result.question_kind == 'how' else 'report'}, "
+                     f"file model {result.file_model}):")
     for rank, file in enumerate(result.files, 1):
         best = ", ".join(f"{h.qualified_name} {h.start_line}-{h.end_line}" for h in file.symbols)
         twins = f"  [twin of {', '.join(file.twins)}]" if file.twins else ""

@@ -154,7 +154,7 @@ def test_the_file_model_is_a_name_or_a_model_file(monkeypatch, tmp_path):
     monkeypatch.setenv("CODEQA_FILE_MODEL", "Structure")
     assert Settings.from_env().file_model == "structure"
     monkeypatch.setenv("CODEQA_FILE_MODEL", str(tmp_path / "missing.json"))
-    with pytest.raises(ConfigError, match="CODEQA_FILE_MODEL must be default or structure, or the path"):
+    with pytest.raises(ConfigError, match="CODEQA_FILE_MODEL must be auto or reports or structure, or the path"):
         Settings.from_env()
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
@@ -162,3 +162,13 @@ def test_the_file_model_is_a_name_or_a_model_file(monkeypatch, tmp_path):
     from codeqa.search.ranking import file_ranker_for
     with pytest.raises(ConfigError, match="broken.json is not a file model"):
         file_ranker_for(Settings.from_env().file_model)
+
+
+def test_auto_ranks_each_kind_of_question_with_its_model(monkeypatch):
+    from codeqa.search.ranking import file_model_name, file_ranker_for
+    monkeypatch.delenv("CODEQA_FILE_MODEL", raising=False)
+    assert Settings.from_env().file_model == "auto"
+    assert file_model_name("auto", "how") == "structure" and file_model_name("auto", "report") == "reports"
+    assert file_ranker_for("auto", "how") is file_ranker_for("structure", "report")
+    assert file_ranker_for("auto", "report") is file_ranker_for("reports", "how")
+    assert file_ranker_for("auto", "how").weighs(("hub",)) and not file_ranker_for("auto", "report").weighs(("hub",))

@@ -53,7 +53,7 @@ def test_the_cli_marks_twins_and_mcp_lists_them(twins_index):
     done = subprocess.run([sys.executable, "-m", "codeqa", "search", "--repo", "twins", "--no-hyde", "--k", "5",
                            QUESTION], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    files = done.stdout.split("files:\n", 1)[1].splitlines()
+    files = done.stdout.split("files (ranked as a how-it-works question, file model structure):\n", 1)[1].splitlines()
     win = next(i for i, line in enumerate(files) if "src/win/fs.c" in line)
     assert "[twin of src/unix/fs.c]" in files[win] and "src/unix/fs.c  (source)  [twin of src/win/fs.c]" in files[win + 1]
 

@@ -60,11 +60,13 @@ def _env_bool(name: str, default: bool) -> bool:
     return raw in {"1", "true", "yes", "on"}
 
 
-FILE_MODELS = ("default", "structure")  # the shipped file models (codeqa/search/models/)
+# The file models: "auto" picks one of the shipped ones (codeqa/search/models/) by the question's
+# kind (search/question_kind.py), "reports" and "structure" name one.
+FILE_MODELS = ("auto", "reports", "structure")
 
 
 def _env_file_model(name: str) -> str:
-    value = _env(name, "default").strip() or "default"
+    value = _env(name, "auto").strip() or "auto"
     if value.lower() in FILE_MODELS:
         return value.lower()
     if not Path(value).expanduser().is_file():
@@ -141,9 +143,10 @@ class Settings:
 
     # Search: the platform whose file of a set of platform twins (`unix/`, `win/`) is listed first
     platform: str = "linux"
-    # The file model: "default", "structure" (weighs the repository's structure: for how-it-works
-    # questions, docs/retrieval.md), or the path of a model file train_ranker.py wrote
-    file_model: str = "default"
+    # The file model: "auto" (by the question's kind: "reports" for bug reports and changes,
+    # "structure", which weighs the repository's structure, for how-it-works questions;
+    # docs/retrieval.md), one of those two, or the path of a model file train_ranker.py wrote
+    file_model: str = "auto"
 
     # Reranking: the cross-encoder that reorders the best files' definitions (search/rerank.py).
     # Off for the search API and CLI (it does not gain in every language, and costs ~0.5 s); on

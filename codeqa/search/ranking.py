@@ -36,6 +36,7 @@ import numpy as np
 from codeqa.core.errors import ConfigError, one_line
 from codeqa.indexing.create_tables import code_tokens
 from codeqa.parsing.languages import CLASS_KINDS, DOC_LANGUAGES, FILE_KIND, MODULE_KIND
+from codeqa.search.question_kind import QuestionKind
 from codeqa.search.structure import RepoLayout, structure_features
 
 if TYPE_CHECKING:
@@ -158,20 +159,31 @@ def file_probability(score: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, score))))
 
 
-@lru_cache(maxsize=1)
-def default_ranker() -> LinearRanker:
-    """The shipped file model (`models/file_ranker.json`)."""
-    return LinearRanker.load()
+# The shipped file models, and what "auto" ranks each kind of question with (question_kind.py
+# says why they differ).
+SHIPPED_FILE_MODELS = {"reports": RANKER_FILE, "structure": STRUCTURE_RANKER_FILE}
+AUTO_FILE_MODELS: dict[QuestionKind, str] = {"report": "reports", "how": "structure"}
+
+
+def file_model_name(choice: str, kind: QuestionKind) -> str:
+    """The file model a search of a `kind` question uses under `CODEQA_FILE_MODEL=choice`:
+    "reports", "structure", or the model file's name."""
+    if choice == "auto":
+        return AUTO_FILE_MODELS[kind]
+    return choice if choice in SHIPPED_FILE_MODELS else Path(choice).name
+
+
+def file_ranker_for(choice: str, kind: QuestionKind = "report") -> LinearRanker:
+    """The file model `CODEQA_FILE_MODEL` names for a `kind` question: "auto" (by the kind),
+    "reports" (`models/file_ranker.json`), "structure" (weighs the repository's structure,
+    `models/file_ranker_structure.json`), or a model file's path."""
+    return _file_model(AUTO_FILE_MODELS[kind] if choice == "auto" else choice)
 
 
 @lru_cache(maxsize=4)
-def file_ranker_for(choice: str) -> LinearRanker:
-    """The file model `CODEQA_FILE_MODEL` names: "default", "structure" (weighs the repository's
-    structure, `models/file_ranker_structure.json`), or a model file's path."""
-    if choice == "default":
-        return default_ranker()
+def _file_model(choice: str) -> LinearRanker:
     try:
-        return LinearRanker.load(STRUCTURE_RANKER_FILE if choice == "structure" else Path(choice))
+        return LinearRanker.load(SHIPPED_FILE_MODELS.get(choice, Path(choice)))
     except (OSError, ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
         raise ConfigError(f"CODEQA_FILE_MODEL: {Path(choice).name} is not a file model: {one_line(exc)}") from exc
 
@@ -246,7 +258,7 @@ def _strong_rows(hits: list["Hit"]) -> list["Hit"]:
 
 def rank_files(bm25_files: list[dict], hits: list["Hit"], about_tests: bool, ranker: LinearRanker,
                about_prose: bool = False, terms: Sequence[str] = (), layout: RepoLayout | None = None) -> list[FileHit]:
-    """Every file with evidence, scored by `ranker` (`default_ranker()` in search), best first."""
+    """Every file with evidence, scored by `ranker` (`file_ranker_for` gives search's), best first."""
     files = list(file_features(bm25_files, hits, about_tests, about_prose, terms, layout).values())
     for file in files:
         file.features = {name: file.features.get(name, 0.0) for name in FEATURES}

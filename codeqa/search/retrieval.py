@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, get_args
 
 os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every hybrid query otherwise; read at import
 import lancedb
@@ -42,9 +42,10 @@ from codeqa.parsing.references import is_resolved
 from codeqa.parsing.languages import (DOC_KIND, DOC_LANGUAGES, FILE_KIND, INDEXED_EXTENSIONS, LANGUAGES,
                                       OTHER_LANGUAGE, ROLES, TEXT_FORMATS)
 from codeqa.search.overloads import Signed, declared_names, group_declarations
-from codeqa.search.ranking import (DEFINITION_FILES, FileHit, LinearRanker, default_symbol_ranker, file_ranker_for,
-                     definition_features, file_probability, hits_in_file_order, rank_definitions,
-                     rank_files)
+from codeqa.search.ranking import (DEFINITION_FILES, FileHit, LinearRanker, default_symbol_ranker,
+                                   definition_features, file_model_name, file_probability, file_ranker_for,
+                                   hits_in_file_order, rank_definitions, rank_files)
+from codeqa.search.question_kind import QuestionKind, question_kind
 from codeqa.search.structure import STRUCTURE_FEATURES, RepoLayout
 from codeqa.search.twins import group_twins
 
@@ -212,11 +213,14 @@ class SearchResult:
     notices: list[str] = field(default_factory=list)
     files: list[FileHit] = field(default_factory=list)  # the best k files
     file_candidates: list[FileHit] = field(default_factory=list)  # every file with evidence, best first
+    question_kind: str = "report"  # "report" or "how" (question_kind.py)
+    file_model: str = "reports"  # the file model that ranked `files` for that kind (ranking.file_model_name)
 
     def to_json(self) -> dict:
         return {"id": self.id, "query": self.query, "expanded_query": self.expanded_query,
                 "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
                 "rerank": self.rerank, "hyde": self.hyde, "notices": self.notices,
+                "question_kind": self.question_kind, "file_model": self.file_model,
                 "results": [hit.to_json() for hit in self.results],
                 "files": [file.to_json() for file in self.files]}
 
@@ -258,6 +262,7 @@ class ParsedQuery:
     about_prose: bool = False  # the question asks for docs or an example (a file feature, `prose_asked`)
     pieces: tuple[str, ...] = ()  # a report's code blocks and error lines, embedded on their own
     whole_name: str = ""  # the query is this one name, qualified name or file name, and nothing else
+    kind: QuestionKind = "report"  # a report of something wrong or a change, or a how question (question_kind.py)
 
     @cached_property
     def terms(self) -> list[str]:
@@ -297,7 +302,8 @@ def parse_query(text: str) -> ParsedQuery:
     semantic = prose if len(prose) <= EMBED_QUERY_CHARS else (
         prose[:EMBED_QUERY_CHARS].rsplit("\n", 1)[0] + "\n" + " ".join(symbols[:40]))
     return ParsedQuery(text, semantic, " ".join(keywords), tuple(symbols[:20]), tuple(files[:10]),
-                       bool(_TEST_WORDS.search(text)), bool(_PROSE_WORDS.search(text)), pieces, whole_name)
+                       bool(_TEST_WORDS.search(text)), bool(_PROSE_WORDS.search(text)), pieces, whole_name,
+                       question_kind(text, bool(pieces)))
 
 
 def _whole_name(text: str) -> str:
@@ -375,10 +381,15 @@ class Retriever:
                  db: lancedb.DBConnection | None = None, file_ranker: LinearRanker | None = None,
                  symbol_ranker: LinearRanker | None = None, structure: bool | None = None) -> None:
         self.settings = settings
-        self.file_ranker = file_ranker or file_ranker_for(settings.file_model)
+        # `file_ranker` ranks every question's files; else the file model is the one
+        # `settings.file_model` gives the question's kind (question_kind.py). Both are loaded
+        # now, so a broken model file is an error at start, not at the first question.
+        self.file_ranker = file_ranker
+        for kind in get_args(QuestionKind):
+            file_ranker_for(settings.file_model, kind)
         # The repository's structure (structure.py) is read only for a file model that weighs
         # it, or when asked (`structure=True`: the trainers, which need the features to fit them).
-        self.structure = self.file_ranker.weighs(STRUCTURE_FEATURES) if structure is None else structure
+        self.structure = structure
         self.symbol_ranker = symbol_ranker or default_symbol_ranker()
         self.db = db if db is not None else create_tables.connect(settings)  # services.Services shares one
         self.embedder = get_embedder(settings, threads=threads)
@@ -528,8 +539,10 @@ class Retriever:
         report("search", "done", stages.timings["search"] + stages.timings["exact"], f"{len(pool)} candidates")
         with stages.time("files"):
             bm25_files = file_rows.result() if file_rows is not None else []
-            candidates = rank_files(bm25_files, pool, parsed.about_tests, self.file_ranker, parsed.about_prose,
-                                    parsed.terms, self._layout(repo) if self.structure else None)
+            ranker = self.file_ranker or file_ranker_for(self.settings.file_model, parsed.kind)
+            structure = ranker.weighs(STRUCTURE_FEATURES) if self.structure is None else self.structure
+            candidates = rank_files(bm25_files, pool, parsed.about_tests, ranker, parsed.about_prose,
+                                    parsed.terms, self._layout(repo) if structure else None)
             candidates = group_twins(candidates, self.settings.platform)
         if options.definitions:
             with stages.time("definitions"):
@@ -543,7 +556,10 @@ class Retriever:
         return SearchResult(id=query_id or uuid.uuid4().hex[:12], query=text,
                             expanded_query=search_text.text if hyde["used"] else "",
                             results=hits, timings_ms=stages.timings, rerank=rerank,
-                            hyde=hyde, notices=notices, files=candidates[:options.k], file_candidates=candidates)
+                            hyde=hyde, notices=notices, files=candidates[:options.k], file_candidates=candidates,
+                            question_kind=parsed.kind,
+                            file_model="given" if self.file_ranker else file_model_name(self.settings.file_model,
+                                                                                         parsed.kind))
 
     # HyDE ---------------------------------------------------------------------------------------
 
@@ -983,7 +999,7 @@ def _with_question(generated: ParsedQuery, question: ParsedQuery) -> ParsedQuery
     keywords = list(dict.fromkeys(question.keywords.split() + generated.keywords.split()))[:MAX_KEYWORDS]
     semantic = (generated.text[:EMBED_QUERY_CHARS // 2] + "\n" + question.semantic)[:EMBED_QUERY_CHARS * 2]
     return ParsedQuery(generated.text, semantic, " ".join(keywords), question.symbols, question.files,
-                       question.about_tests, question.about_prose)
+                       question.about_tests, question.about_prose, kind=question.kind)
 
 
 def _snippets_for_expansion(hits: list[Hit]) -> str:
