@@ -247,6 +247,7 @@ def test_search_api_has_the_cli_shape(client):
     data = client.post("/api/search", json={"repo": "sample", "query": "format a price", "k": 3}).get_json()
     assert {"id", "query", "expanded_query", "timings_ms", "rerank", "results"} <= set(data)
     assert len(data["results"]) == 3 and data["rerank"]["used"] is False
+    assert (data["question_kind"], data["file_model"]) == ("how", "structure")  # "format a price" asks for a part
 
 
 @pytest.mark.parametrize("rerank, rerank_chat", [(False, True), (True, False)])

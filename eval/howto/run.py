@@ -23,7 +23,7 @@ import os
 import statistics
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -143,7 +143,8 @@ def run_repo(store: SnapshotStore, base: Settings, snapshot: Snapshot, items: li
             result = retriever.search(snapshot.index_name, item.query, SearchOptions(**{**SEARCH_DEFAULTS, "k": K + 1}))
             files = ranked_without_source(item, result_files(result))[:K]
             rows["codeqa"].append({**common, **score(item.gold_paths, files), "top_files": files[:K],
-                                   "ms": round((time.perf_counter() - started) * 1000, 1)})
+                                   "ms": round((time.perf_counter() - started) * 1000, 1),
+                                   "file_model": result.file_model})
     finally:
         texts.close()
     return rows
@@ -244,7 +245,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.bm25_only:
             text += (f"\n- items with a gold file CodeQA did not index: "
                      f"{sum(bool(r['gold_not_indexed']) for r in results['codeqa'])}\n"
-                     f"- CodeQA median search: {statistics.median(r['ms'] for r in results['codeqa']):.0f} ms\n")
+                     f"- CodeQA median search: {statistics.median(r['ms'] for r in results['codeqa']):.0f} ms\n"
+                     f"- the file model each question got: " + ", ".join(
+                         f"{name} {count}" for name, count in
+                         Counter(r.get("file_model", "?") for r in results["codeqa"]).most_common()) + "\n")
         markdown.write_text(text, encoding="utf-8")  # after each repository: a cut run keeps what it did
         dump.write_text(json.dumps(results, indent=1), encoding="utf-8")
         print(f"{repo}: {len(chosen)} items searched", file=sys.stderr, flush=True)
