@@ -165,19 +165,23 @@ SHIPPED_FILE_MODELS = {"reports": RANKER_FILE, "structure": STRUCTURE_RANKER_FIL
 AUTO_FILE_MODELS: dict[QuestionKind, str] = {"report": "reports", "how": "structure"}
 
 
+def _chosen(choice: str, kind: QuestionKind) -> str:
+    """`CODEQA_FILE_MODEL=choice` for a `kind` question: "reports", "structure" or a file's path."""
+    return AUTO_FILE_MODELS[kind] if choice == "auto" else choice
+
+
 def file_model_name(choice: str, kind: QuestionKind) -> str:
     """The file model a search of a `kind` question uses under `CODEQA_FILE_MODEL=choice`:
     "reports", "structure", or the model file's name."""
-    if choice == "auto":
-        return AUTO_FILE_MODELS[kind]
-    return choice if choice in SHIPPED_FILE_MODELS else Path(choice).name
+    chosen = _chosen(choice, kind)
+    return chosen if chosen in SHIPPED_FILE_MODELS else Path(chosen).name
 
 
 def file_ranker_for(choice: str, kind: QuestionKind = "report") -> LinearRanker:
     """The file model `CODEQA_FILE_MODEL` names for a `kind` question: "auto" (by the kind),
     "reports" (`models/file_ranker.json`), "structure" (weighs the repository's structure,
     `models/file_ranker_structure.json`), or a model file's path."""
-    return _file_model(AUTO_FILE_MODELS[kind] if choice == "auto" else choice)
+    return _file_model(_chosen(choice, kind))
 
 
 @lru_cache(maxsize=4)

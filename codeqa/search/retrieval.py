@@ -213,7 +213,7 @@ class SearchResult:
     notices: list[str] = field(default_factory=list)
     files: list[FileHit] = field(default_factory=list)  # the best k files
     file_candidates: list[FileHit] = field(default_factory=list)  # every file with evidence, best first
-    question_kind: str = "report"  # "report" or "how" (question_kind.py)
+    question_kind: QuestionKind = "report"  # (question_kind.py)
     file_model: str = "reports"  # the file model that ranked `files` for that kind (ranking.file_model_name)
 
     def to_json(self) -> dict:
