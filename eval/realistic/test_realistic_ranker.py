@@ -67,3 +67,12 @@ def test_every_ablation_group_names_features_the_models_weigh() -> None:
     for name, (_, files, definitions) in FEATURE_GROUPS.items():
         assert files <= set(FILES.features) and definitions <= set(DEFINITIONS.features), name
         assert files | definitions, name
+
+
+@pytest.mark.parametrize("argv", [["--howto-only"], ["--howto-only", "--howto-cache", "h"],
+                                  ["--howto-only", "--howto-cache", "h", "--model", "definitions"]])
+def test_howto_only_trains_the_file_model_from_how_questions_alone(argv, capsys) -> None:
+    from realistic.train_ranker import main
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and "--howto-only trains the file model" in capsys.readouterr().err

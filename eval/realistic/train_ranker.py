@@ -187,15 +187,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--howto-cache", type=Path, metavar="DIR",
                         help="also train the file model on the how-it-works eval's train items indexed in DIR "
                              "(eval/howto/run.py --split train --cache DIR)")
+    parser.add_argument("--howto-only", action="store_true",
+                        help="train the file model on the how-it-works groups alone (with --howto-cache): "
+                             "the model CODEQA_FILE_MODEL=auto gives how questions")
     parser.add_argument("--without", nargs="+", default=[], metavar="FEATURE",
                         help="fit without these features (an ablation); unknown names are an error")
     parser.add_argument("--out", type=Path, metavar="DIR", help="write the models into DIR, not over the shipped ones")
     parser.add_argument("--dry-run", action="store_true", help="report only; leave the model files as they are")
     args = parser.parse_args(argv)
+    if args.howto_only and (not args.howto_cache or args.model != ["files"]):
+        parser.error("--howto-only trains the file model (--model files) on --howto-cache's groups")
     store = SnapshotStore(args.cache or default_cache())
-    items = [i for i in select(load_items(), "train", args.repos, args.limit)
-             if store.load(i.repo, i.base_commit) is not None]
-    if not items:
+    items = [] if args.howto_only else [i for i in select(load_items(), "train", args.repos, args.limit)
+                                        if store.load(i.repo, i.base_commit) is not None]
+    if not items and not args.howto_only:
         print("error: no train item has a snapshot; index some with run.py --split train --index-only",
               file=sys.stderr)
         return 1
