@@ -8,7 +8,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
 REPO ?= tests/fixtures/sample_repo
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup setup-dev browser run index serve test test-fast bench eval eval-full clean
+.PHONY: setup setup-dev browser run index serve lint test test-fast bench eval eval-full clean
 
 # The runtime (`make run`): requirements.txt, no torch. The tests, benchmarks and evals add
 # requirements-dev.txt, which brings the train extra (torch, sentence-transformers) too.
@@ -45,30 +45,36 @@ serve: setup
 
 run: index serve
 
-test: setup-dev browser
+# ruff (lint, import order, format) and mypy over the package; both pinned in requirements-dev.txt
+lint: setup-dev
+	$(PY) -m ruff check
+	$(PY) -m ruff format --check
+	$(PY) -m mypy
+
+test: setup-dev browser lint
 	$(PY) -m pytest
 
 test-fast: setup-dev
 	$(PY) -m pytest -m unit
 
 bench: setup-dev
-	$(PY) bench/embed_bench.py
-	$(PY) bench/index_bench.py
-	$(PY) bench/search_bench.py
-	$(PY) bench/load_bench.py
-	$(PY) bench/complete_bench.py
-	$(PY) bench/soak_bench.py
+	$(PY) -m bench.embed_bench
+	$(PY) -m bench.index_bench
+	$(PY) -m bench.search_bench
+	$(PY) -m bench.load_bench
+	$(PY) -m bench.complete_bench
+	$(PY) -m bench.soak_bench
 
 # Both evals (eval/README.md). The realistic one fetches its repositories from GitHub, or reads
 # local bare mirrors from CODEQA_EVAL_MIRROR; its per-commit index snapshots live in
 # CODEQA_EVAL_CACHE (default ~/.cache/codeqa-eval) and are reused by every later run.
 eval: setup-dev
-	$(PY) eval/run_eval.py --by-kind
-	$(PY) eval/realistic/run.py --quick
+	$(PY) -m eval.run_eval --by-kind
+	$(PY) -m eval.realistic.run --quick
 
 eval-full: setup-dev
-	$(PY) eval/run_eval.py --by-kind
-	$(PY) eval/realistic/run.py
+	$(PY) -m eval.run_eval --by-kind
+	$(PY) -m eval.realistic.run
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -9,7 +9,7 @@
         for hit in result.results:
             print(hit.file_path, hit.start_line, hit.qualified_name)
 
-The package is layered the way data flows (`docs/architecture.md`): `core` → `parsing` →
+The package is layered the way data flows (`docs/architecture.md`): `core` → `parsing` → `store` →
 `indexing` → `llm` → `search` → `chat` → `services` → the faces (`cli`, `preprocessing`,
 `search_cli`, `app`/`web`, `mcp_server`). Names below are imported on first use, so
 `import codeqa` stays instant.
@@ -29,9 +29,9 @@ _PUBLIC = {
     "RepoInfo": "codeqa.core.records",
     "index_repo": "codeqa.indexing.indexer",
     "IndexReport": "codeqa.indexing.indexer",
-    "SearchOptions": "codeqa.search.retrieval",
-    "SearchResult": "codeqa.search.retrieval",
-    "Hit": "codeqa.search.retrieval",
+    "SearchOptions": "codeqa.search.options",
+    "SearchResult": "codeqa.search.results",
+    "Hit": "codeqa.search.results",
     "Retriever": "codeqa.search.retrieval",
     "Services": "codeqa.services",
     "create_app": "codeqa.app",
@@ -46,7 +46,9 @@ if TYPE_CHECKING:
     from codeqa.core.errors import CodeQAError
     from codeqa.core.records import RepoInfo
     from codeqa.indexing.indexer import IndexReport, index_repo
-    from codeqa.search.retrieval import Hit, Retriever, SearchOptions, SearchResult
+    from codeqa.search.options import SearchOptions
+    from codeqa.search.results import Hit, SearchResult
+    from codeqa.search.retrieval import Retriever
     from codeqa.services import Services
 
 

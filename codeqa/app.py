@@ -14,7 +14,8 @@ import os
 import secrets
 import signal
 import sys
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from flask import Flask
 
@@ -48,9 +49,14 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """Build the app. `config` may carry `CODEQA_SETTINGS` (a Settings), `CODEQA_HOST` (the
     address the server is bound to: a name the app answers to) and Flask config keys."""
     app = Flask(__name__)
-    app.config.update(MAX_CONTENT_LENGTH=MAX_REQUEST_BYTES, CODEQA_CHAT_BUDGET={},
-                      SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax",
-                      PERMANENT_SESSION_LIFETIME=365 * 24 * 3600, JSON_SORT_KEYS=False)
+    app.config.update(
+        MAX_CONTENT_LENGTH=MAX_REQUEST_BYTES,
+        CODEQA_CHAT_BUDGET={},
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        PERMANENT_SESSION_LIFETIME=365 * 24 * 3600,
+        JSON_SORT_KEYS=False,
+    )
     if config:
         app.config.update(config)
     settings: Settings = app.config.get("CODEQA_SETTINGS") or Settings.from_env()
@@ -75,14 +81,20 @@ terminates TLS or rewrites Host, also CODEQA_ALLOWED_ORIGINS=https://codeqa.exam
 
 
 def build_parser(prog: str = "app.py") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description="Serve the CodeQA web chat (waitress).",
-                                     epilog=SERVE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--host", default=os.environ.get("CODEQA_HOST", "127.0.0.1"),
-                        help="address to listen on (default: CODEQA_HOST, else 127.0.0.1: this machine only)")
-    parser.add_argument("--port", type=int, default=int(os.environ.get("CODEQA_PORT", "5000")),
-                        help="port to listen on (default: CODEQA_PORT, else 5000)")
-    parser.add_argument("--threads", type=int, default=16,
-                        help="requests served at once (default 16; a chat holds one while it streams)")
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Serve the CodeQA web chat (waitress).",
+        epilog=SERVE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--host", help="address to listen on (default: CODEQA_HOST, else 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, help="port to listen on (default: CODEQA_PORT, else 5000)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=16,
+        help="requests served at once (default 16; a chat holds one while it streams)",
+    )
     return parser
 
 
@@ -96,12 +108,14 @@ def _serve(args: argparse.Namespace) -> int:
     """Start the app and serve it until stopped; `main` reports the errors a user can act on."""
     from waitress import serve
 
-    app = create_app({"CODEQA_HOST": args.host})
+    settings = Settings.from_env()
+    host, port = args.host or settings.host, args.port or settings.port
+    app = create_app({"CODEQA_SETTINGS": settings, "CODEQA_HOST": host})
     try:
         app.extensions["codeqa"].start()  # load models and start embedded services before the first request
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # run atexit cleanups on `kill`
-        log.info("CodeQA on http://%s:%d", args.host, args.port)
-        serve(app, host=args.host, port=args.port, threads=args.threads, channel_timeout=300)
+        log.info("CodeQA on http://%s:%d", host, port)
+        serve(app, host=host, port=port, threads=args.threads, channel_timeout=300)
     finally:
         close_app(app)
     return 0

@@ -6,6 +6,7 @@
     codeqa context --repo NAME "MESSAGE"        # codeqa.search_cli
     codeqa serve [--host H] [--port P]          # = python app.py (the web chat, waitress)
     codeqa mcp [--repo NAME]                    # codeqa.mcp_server (MCP tools over stdio)
+    codeqa config                               # every setting: its variable, value now, default
 
 Each subcommand is the same code as the module's own entry point; `codeqa SUBCOMMAND --help`
 lists its options. Modules are imported only for the subcommand run, so `codeqa list` stays
@@ -29,7 +30,7 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     "mcp": ("codeqa.mcp_server", None),
 }
 
-USAGE = f"""usage: codeqa {{{','.join(COMMANDS)}}} ...
+USAGE = f"""usage: codeqa {{{",".join([*COMMANDS, "config"])}}} ...
 
   index PATH        index a repo (first run: everything; later: only what changed)
   list              list indexed repos
@@ -39,6 +40,7 @@ USAGE = f"""usage: codeqa {{{','.join(COMMANDS)}}} ...
   context           what the LLM would see for a chat message
   serve             serve the web chat (http://127.0.0.1:5000 by default)
   mcp               serve CodeQA's tools to coding agents and editors over MCP (stdio)
+  config            every setting (CODEQA_* variables): its value now, its default, what it does
 
 `codeqa COMMAND --help` shows a command's options."""
 
@@ -51,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     if args[0] in ("-h", "--help"):
         print(USAGE)
         return 0
+    if args[0] == "config":
+        return show_config(args[1:])
     if args[0] not in COMMANDS:
         print(f"{USAGE}\n\nerror: unknown command {args[0]!r}", file=sys.stderr)
         return 2
@@ -59,6 +63,26 @@ def main(argv: list[str] | None = None) -> int:
     if subcommand is None:
         return entry(args[1:], prog=f"codeqa {args[0]}")
     return entry([subcommand, *args[1:]], prog="codeqa")
+
+
+def show_config(argv: list[str]) -> int:
+    """`codeqa config`: the declared settings (core/config.py) as the environment sets them now."""
+    from codeqa.core.config import Settings
+    from codeqa.core.errors import run_cli
+
+    if argv and argv[0] in ("-h", "--help"):
+        print(
+            "usage: codeqa config\n\nEvery setting: its environment variable, its value now (from the "
+            "environment and ./.env), its default and what it does. Secrets show only whether they are set."
+        )
+        return 0
+
+    def show() -> int:
+        for env, now, default, help in Settings.from_env().described():
+            print(f"{env}={now}\n    default: {default}\n    {help}")
+        return 0
+
+    return run_cli(show)
 
 
 if __name__ == "__main__":

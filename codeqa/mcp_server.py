@@ -38,16 +38,15 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
+from codeqa.chat.resolver import MAX_DEFINITIONS, ROW_COLUMNS
 from codeqa.core.config import Settings
-from codeqa.indexing.create_tables import UnknownRepoError, sql_quote
-from codeqa.core.errors import (CodeQAError, InvalidArgument, one_line, printable, printable_lines,
-                                run_cli, user_error)
+from codeqa.core.errors import CodeQAError, InvalidArgument, one_line, printable, printable_lines, run_cli, user_error
+from codeqa.core.records import RepoInfo
 from codeqa.parsing.languages import language_for
 from codeqa.parsing.references import is_resolved
-from codeqa.core.records import RepoInfo
-from codeqa.chat.resolver import MAX_DEFINITIONS, ROW_COLUMNS
-from codeqa.search.retrieval import SearchOptions
+from codeqa.search.options import SearchOptions
 from codeqa.services import Services
+from codeqa.store.errors import UnknownRepoError
 
 log = logging.getLogger("codeqa.mcp")
 
@@ -78,6 +77,7 @@ class CodeRangeError(CodeQAError, ValueError):
 
 # --- Structured output (published as each tool's output schema) -----------------------------
 
+
 class Use(BaseModel):
     file_path: str
     line: int
@@ -96,25 +96,37 @@ class Symbol(BaseModel):
     start_line: int
     end_line: int
     language: str
-    reference_count: int = Field(description="how many resolved uses the index recorded (exact; name matches, "
-                                             "calls on receivers of unknown type, not counted)")
-    declaration: bool = Field(False, description="a signature only (a prototype, an abstract or interface "
-                                                 "method) whose implementation is not in the repository")
-    signatures: list[str] = Field(default_factory=list, description="every signature of an overload set "
-                                  "(declarations and implementation), when it has several")
+    reference_count: int = Field(
+        description="how many resolved uses the index recorded (exact; name matches, "
+        "calls on receivers of unknown type, not counted)"
+    )
+    declaration: bool = Field(
+        False,
+        description="a signature only (a prototype, an abstract or interface "
+        "method) whose implementation is not in the repository",
+    )
+    signatures: list[str] = Field(
+        default_factory=list,
+        description="every signature of an overload set (declarations and implementation), when it has several",
+    )
 
     @classmethod
     def fields_of(cls, row: dict) -> dict:
         """The fields of a row of the index (or a search hit's JSON), location included."""
-        return {"location": f"{row['file_path']}:{row['start_line']}-{row['end_line']}",
-                **{name: row[name] for name in Symbol.model_fields if name in row},
-                "signature": row["signature"] or "", "reference_count": row["reference_count"] or 0}
+        return {
+            "location": f"{row['file_path']}:{row['start_line']}-{row['end_line']}",
+            **{name: row[name] for name in Symbol.model_fields if name in row},
+            "signature": row["signature"] or "",
+            "reference_count": row["reference_count"] or 0,
+        }
 
 
 class SearchHit(Symbol):
-    score: float = Field(description="relevance 0-1: the file model's estimate that this result's file is one "
-                                     "the answer needs (1.0: the query is exactly its name); never higher "
-                                     "than the result above it")
+    score: float = Field(
+        description="relevance 0-1: the file model's estimate that this result's file is one "
+        "the answer needs (1.0: the query is exactly its name); never higher "
+        "than the result above it"
+    )
     exact_match: bool = Field(description="the query names this symbol or file exactly")
     references: list[Use] = Field(description=f"the first {SHOWN_REFERENCES} uses")
 
@@ -131,16 +143,19 @@ class FileResult(BaseModel):
     score: float = Field(description="relevance 0-1, as the results' (non-increasing down the list)")
     role: str = Field(description="source, test, example, benchmark, docs, generated or vendored")
     language: str
-    twins: list[str] = Field(default_factory=list, description="the same file for other platforms (unix/ and "
-                                                               "win/), listed right beside this one")
+    twins: list[str] = Field(
+        default_factory=list,
+        description="the same file for other platforms (unix/ and win/), listed right beside this one",
+    )
     symbols: list[FileSymbol] = Field(description="the file's rows that made it rank")
 
 
 class SearchOutput(BaseModel):
     repo: str
     results: list[SearchHit]
-    files: list[FileResult] = Field(description="the files most likely involved, best first, from "
-                                                "whole-file evidence and their best symbols")
+    files: list[FileResult] = Field(
+        description="the files most likely involved, best first, from whole-file evidence and their best symbols"
+    )
     notices: list[str]
 
 
@@ -164,9 +179,11 @@ class UseSite(BaseModel):
     column: int
     text: str = Field(description="the line of the use")
     caller: str | None = Field(description="qualified name of the function the use is in")
-    resolution: str = Field(description="how the use was attributed: qualified, self, typed, module, unique, "
-                                        "import, same_file or same_package (resolved); name: a name match, a "
-                                        "call of this name on a receiver of unknown type")
+    resolution: str = Field(
+        description="how the use was attributed: qualified, self, typed, module, unique, "
+        "import, same_file or same_package (resolved); name: a name match, a "
+        "call of this name on a receiver of unknown type"
+    )
     definition_id: str = Field(description="id of the definition used")
 
 
@@ -201,8 +218,10 @@ class RepoSummary(BaseModel):
     references: int
     languages: dict[str, int]
     indexed_at: float = Field(description="Unix time of the last index run")
-    embedded_percent: int = Field(description="rows with their vector so far (below 100 while an index run "
-                                              "embeds: those rows are found by their text meanwhile)")
+    embedded_percent: int = Field(
+        description="rows with their vector so far (below 100 while an index run "
+        "embeds: those rows are found by their text meanwhile)"
+    )
 
 
 class ReposOutput(BaseModel):
@@ -211,6 +230,7 @@ class ReposOutput(BaseModel):
 
 
 # --- The tools' work, on the core ------------------------------------------------------------
+
 
 def _numbered(lines: list[str], first: int) -> list[str]:
     width = len(str(first + len(lines) - 1))
@@ -263,26 +283,34 @@ class CodeTools:
         return repos[0] if len(repos) == 1 else None
 
     def repo(self, name: str | None) -> RepoInfo:
-        if name or self.default_repo:
-            return self.services.repo(name or self.default_repo)
+        named = name or self.default_repo
+        if named:
+            return self.services.repo(named)
         repos = self.services.repos()
         if not repos:
             raise UnknownRepoError(NO_REPOS)
         chosen = self.default(repos)
         if chosen is None:
-            raise UnknownRepoError(f"Several repos are indexed ({', '.join(r.name for r in repos)}): "
-                                   "say which one with `repo`.")
+            raise UnknownRepoError(
+                f"Several repos are indexed ({', '.join(r.name for r in repos)}): say which one with `repo`."
+            )
         return chosen
 
-    def search_code(self, query: str, repo: str | None, k: int, lang: str | None,
-                    path: str | None) -> tuple[str, SearchOutput]:
+    def search_code(
+        self, query: str, repo: str | None, k: int, lang: str | None, path: str | None
+    ) -> tuple[str, SearchOutput]:
         info = self.repo(repo)
-        options = SearchOptions(k=k, hyde=False, language=lang, rerank=self.services.settings.rerank_chat,
-                                path_prefix=path and _repo_relative(info, path))
+        options = SearchOptions(
+            k=k,
+            hyde=False,
+            language=lang,
+            rerank=self.services.settings.rerank_chat,
+            path_prefix=path and _repo_relative(info, path),
+        )
         result = self.services.retriever.search(info.name, query, options)
         hits = []
-        for hit in result.results:
-            data = hit.to_json()
+        for found in result.results:
+            data = found.to_json()
             data["references"] = data["references"][:SHOWN_REFERENCES]
             hits.append(SearchHit(**{**data, **SearchHit.fields_of(data)}))
         lines = [f"{_plural(len(hits), 'result')} in {info.name} (hybrid search):"]
@@ -298,10 +326,15 @@ class CodeTools:
         files = [FileResult(**file.to_json()) for file in result.files]
         if files:
             lines.append("Files, best first:")
-            lines += [f"{rank}. {file.path} ({file.role})"
-                      + (": " + ", ".join(f"{s.qualified_name} {s.start_line}-{s.end_line}" for s in file.symbols)
-                         if file.symbols else "")
-                      for rank, file in enumerate(files, 1)]
+            lines += [
+                f"{rank}. {file.path} ({file.role})"
+                + (
+                    ": " + ", ".join(f"{s.qualified_name} {s.start_line}-{s.end_line}" for s in file.symbols)
+                    if file.symbols
+                    else ""
+                )
+                for rank, file in enumerate(files, 1)
+            ]
         if not hits and lang and lang.lower() not in info.stats.files_by_language:
             lines.append(f"No {lang} files are indexed; languages: {', '.join(sorted(info.stats.files_by_language))}.")
         return printable_lines(lines), SearchOutput(repo=info.name, results=hits, files=files, notices=result.notices)
@@ -322,50 +355,84 @@ class CodeTools:
         found = []
         for row in rows[:MAX_DEFINITIONS]:
             text = lookup.text(row["file_path"])  # the file as it is now; as indexed if it is gone
-            code = text.lines[row["start_line"] - 1:row["end_line"]] if text else (row["code"] or "").splitlines()
-            found.append(Definition(**Definition.fields_of(row), code="\n".join(code[:MAX_CODE_LINES]),
-                                    code_truncated=len(code) > MAX_CODE_LINES))
+            code = text.lines[row["start_line"] - 1 : row["end_line"]] if text else (row["code"] or "").splitlines()
+            found.append(
+                Definition(
+                    **Definition.fields_of(row),
+                    code="\n".join(code[:MAX_CODE_LINES]),
+                    code_truncated=len(code) > MAX_CODE_LINES,
+                )
+            )
         output = SymbolOutput(repo=info.name, name=name, total=len(rows), definitions=found, suggestions=suggestions)
         if not found:
             return _not_found(name, info, suggestions), output
-        lines = [f"{_plural(len(rows), 'definition')} of {name} in {info.name}"
-                 + (f" (the first {len(found)}):" if len(rows) > len(found) else ":")]
+        lines = [
+            f"{_plural(len(rows), 'definition')} of {name} in {info.name}"
+            + (f" (the first {len(found)}):" if len(rows) > len(found) else ":")
+        ]
         for d in found:
             lines += ["", _headline(d), *_overloads(d), *_numbered(d.code.splitlines(), d.start_line)]
             if d.code_truncated:
-                lines.append(f"... (to line {d.end_line}: read_code path={d.file_path} start="
-                             f"{d.start_line + MAX_CODE_LINES})")
+                lines.append(
+                    f"... (to line {d.end_line}: read_code path={d.file_path} start={d.start_line + MAX_CODE_LINES})"
+                )
         return printable_lines(lines), output
 
     def find_references(self, symbol: str, repo: str | None, limit: int) -> tuple[str, ReferencesOutput]:
         symbol = _name_argument(symbol, "symbol")
         info = self.repo(repo)
-        rows = self.services.commands.rows(info, f"id = {sql_quote(symbol)}")
+        rows = self.services.index.reader(info).definitions_by_ids([symbol], ROW_COLUMNS)
         suggestions: list[str] = []
         if not rows:
             rows, suggestions = self._definitions(info, symbol, ROW_COLUMNS)
         rows = rows[:MAX_DEFINITIONS]
         ranked = self.services.commands.lookup(info).uses(rows)
-        uses = [UseSite(location=f"{u['file_path']}:{u['line']}:{u['column']}", file_path=u["file_path"],
-                        line=u["line"], column=u["column"], text=u["text"], caller=u["caller"] or None,
-                        resolution=u["resolution"], definition_id=row["id"]) for row, u in ranked[:limit]]
+        uses = [
+            UseSite(
+                location=f"{u['file_path']}:{u['line']}:{u['column']}",
+                file_path=u["file_path"],
+                line=u["line"],
+                column=u["column"],
+                text=u["text"],
+                caller=u["caller"] or None,
+                resolution=u["resolution"],
+                definition_id=row["id"],
+            )
+            for row, u in ranked[:limit]
+        ]
         definitions = [Symbol(**Symbol.fields_of(row)) for row in rows]
         resolved = sum(is_resolved(u["resolution"]) for _, u in ranked)
-        output = ReferencesOutput(repo=info.name, symbol=symbol, definitions=definitions, total=len(ranked),
-                                  resolved=resolved, name_matches=len(ranked) - resolved, uses=uses,
-                                  suggestions=suggestions)
+        output = ReferencesOutput(
+            repo=info.name,
+            symbol=symbol,
+            definitions=definitions,
+            total=len(ranked),
+            resolved=resolved,
+            name_matches=len(ranked) - resolved,
+            uses=uses,
+            suggestions=suggestions,
+        )
         if not rows:
             return _not_found(symbol, info, suggestions), output
         lines = [f"{d.qualified_name}: {_headline(d)}" for d in definitions]
         shown = f" (the first {len(uses)} shown)" if len(ranked) > len(uses) else ""
-        lines.append(f"{resolved} resolved, {len(ranked) - resolved} name match{'' if len(ranked) - resolved == 1 else 'es'}{shown}"
-                     if ranked else "No uses recorded.")
-        for title, group in (("Uses, most relevant first:", [u for u in uses if is_resolved(u.resolution)]),
-                             ("Name matches (a call of this name on a receiver of unknown type):",
-                              [u for u in uses if not is_resolved(u.resolution)])):
+        matches = len(ranked) - resolved
+        lines.append(
+            f"{resolved} resolved, {matches} name match{'' if matches == 1 else 'es'}{shown}"
+            if ranked
+            else "No uses recorded."
+        )
+        for title, group in (
+            ("Uses, most relevant first:", [u for u in uses if is_resolved(u.resolution)]),
+            (
+                "Name matches (a call of this name on a receiver of unknown type):",
+                [u for u in uses if not is_resolved(u.resolution)],
+            ),
+        ):
             if group:
-                lines += [title] + [f"{u.location}  {one_line(u.text, 160)}" + (f"  [in {u.caller}]" if u.caller else "")
-                                    for u in group]
+                lines += [title] + [
+                    f"{u.location}  {one_line(u.text, 160)}" + (f"  [in {u.caller}]" if u.caller else "") for u in group
+                ]
         return printable_lines(lines), output
 
     def read_code(self, path: str, repo: str | None, start: int, end: int | None) -> tuple[str, CodeOutput]:
@@ -378,12 +445,13 @@ class CodeTools:
             raise CodeRangeError("end must not be before start.")
         wanted = min(len(lines), end or len(lines))
         last = min(wanted, start + MAX_READ_LINES - 1)
-        shown = lines[start - 1:last]
+        shown = lines[start - 1 : last]
         language = language_for(path) or "text"
         more = f"; call again with start={last + 1} for more" if last < wanted else ""
         header = f"{path} lines {start}-{last} of {len(lines)} ({language}){more}:"
         return printable_lines([header, *_numbered(shown, start)]), CodeOutput(
-            repo=info.name, path=path, language=language, start=start, end=last, total_lines=len(lines), lines=shown)
+            repo=info.name, path=path, language=language, start=start, end=last, total_lines=len(lines), lines=shown
+        )
 
     def list_repos(self) -> tuple[str, ReposOutput]:
         repos = self.services.repos()
@@ -397,8 +465,10 @@ class CodeTools:
             languages = ", ".join(f"{lang} {n}" for lang, n in sorted(s.languages.items()))
             mark = "  (default)" if default and default.name == s.name else ""
             lines.append(f"{s.name}{mark}: {s.root}")
-            lines.append(f"  {s.files} files ({languages}); {s.methods} functions, {s.classes} classes, "
-                         f"{s.docs} docs sections, {s.references} references; indexed {when}")
+            lines.append(
+                f"  {s.files} files ({languages}); {s.methods} functions, {s.classes} classes, "
+                f"{s.docs} docs sections, {s.references} references; indexed {when}"
+            )
         return printable_lines(lines), ReposOutput(repos=summaries, default=default.name if default else None)
 
 
@@ -408,6 +478,7 @@ def _not_found(name: str, info: RepoInfo, suggestions: list[str]) -> str:
 
 
 # --- The MCP face ----------------------------------------------------------------------------
+
 
 def _tool_error(message: object) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=printable(one_line(message, 1000)))], is_error=True)
@@ -422,8 +493,9 @@ def _answer(work: Callable[[], tuple[str, BaseModel]]) -> CallToolResult:
         if problem is None:
             raise  # a bug: the SDK logs it and tells the client no more than the tool's name
         return _tool_error(problem)
-    return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=data.model_dump(mode="json"))
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=data.model_dump(mode="json")
+    )
 
 
 def _allowed(prop: dict[str, Any]) -> str:
@@ -432,15 +504,21 @@ def _allowed(prop: dict[str, Any]) -> str:
     value = next((option for option in options if option.get("type") != "null"), prop)
     if value.get("type") == "integer":
         low, high = value.get("minimum"), value.get("maximum")
-        what = (f"a whole number from {low:,} to {high:,}" if low is not None and high is not None
-                else f"a whole number of at least {low:,}" if low is not None else "a whole number")
+        what = (
+            f"a whole number from {low:,} to {high:,}"
+            if low is not None and high is not None
+            else f"a whole number of at least {low:,}"
+            if low is not None
+            else "a whole number"
+        )
     else:
-        what = {"string": "a string", "boolean": "true or false"}.get(value.get("type"), "valid")
+        what = {"string": "a string", "boolean": "true or false"}.get(str(value.get("type")), "valid")
     return what + (", or left out" if len(options) > 1 else "")
 
 
-def argument_problem(tool: str, schema: dict[str, Any], arguments: dict[str, Any],
-                     error: ValidationError | None) -> str | None:
+def argument_problem(
+    tool: str, schema: dict[str, Any], arguments: dict[str, Any], error: ValidationError | None
+) -> str | None:
     """One line on what is wrong with a call's arguments, from the tool's input schema (unknown
     names, then the first value the schema refused), or None when they are fine."""
     properties: dict[str, Any] = schema.get("properties", {})
@@ -475,8 +553,9 @@ class CodeQAServer(MCPServer):
             return _tool_error(argument_problem(name, schemas[name], arguments, exc.__cause__))
 
 
-RepoArg = Annotated[str | None, Field(description="indexed repo name (see list_repos); default: the "
-                                                  "project's repo, or the only one")]
+RepoArg = Annotated[
+    str | None, Field(description="indexed repo name (see list_repos); default: the project's repo, or the only one")
+]
 
 
 def create_server(tools: CodeTools) -> MCPServer:
@@ -496,12 +575,21 @@ def create_server(tools: CodeTools) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     def search_code(
-        query: Annotated[str, Field(description="a question, a task, or a bug report / error message / "
-                                                "stack trace as is (up to 20,000 characters)")],
+        query: Annotated[
+            str,
+            Field(
+                description="a question, a task, or a bug report / error message / "
+                "stack trace as is (up to 20,000 characters)"
+            ),
+        ],
         repo: RepoArg = None,
         k: Annotated[int, Field(ge=1, le=MAX_K, strict=True, description="how many results")] = 10,
-        lang: Annotated[str | None, Field(description="only this language: python, java, javascript, "
-                                                      "typescript, rust, go, c, cpp, markdown, ...")] = None,
+        lang: Annotated[
+            str | None,
+            Field(
+                description="only this language: python, java, javascript, typescript, rust, go, c, cpp, markdown, ..."
+            ),
+        ] = None,
         path: Annotated[str | None, Field(description="only files under this path prefix, e.g. src/api/")] = None,
     ) -> Annotated[CallToolResult, SearchOutput]:
         """Search the indexed code by meaning and keywords (hybrid vector + BM25 over functions,
@@ -515,8 +603,13 @@ def create_server(tools: CodeTools) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     def find_symbol(
-        name: Annotated[str, Field(description="a name (`parse`), a qualified name (`Cart.add`, "
-                                               "`Outer.Inner.method`, `Type::method`) or its tail")],
+        name: Annotated[
+            str,
+            Field(
+                description="a name (`parse`), a qualified name (`Cart.add`, "
+                "`Outer.Inner.method`, `Type::method`) or its tail"
+            ),
+        ],
         repo: RepoArg = None,
     ) -> Annotated[CallToolResult, SymbolOutput]:
         """Find the definition(s) of a function, method, class, struct, interface, trait, enum or
@@ -528,12 +621,18 @@ def create_server(tools: CodeTools) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     def find_references(
-        symbol: Annotated[str, Field(description="a name or qualified name (as for find_symbol), or a "
-                                                 "symbol id from search_code / find_symbol to pick one "
-                                                 "definition among several with the same name")],
+        symbol: Annotated[
+            str,
+            Field(
+                description="a name or qualified name (as for find_symbol), or a "
+                "symbol id from search_code / find_symbol to pick one "
+                "definition among several with the same name"
+            ),
+        ],
         repo: RepoArg = None,
-        limit: Annotated[int, Field(ge=1, le=MAX_USES, strict=True, description="most uses to list (the "
-                                                                                 "total is always given)")] = DEFAULT_USES,
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_USES, strict=True, description="most uses to list (the total is always given)")
+        ] = DEFAULT_USES,
     ) -> Annotated[CallToolResult, ReferencesOutput]:
         """List every recorded use of a symbol (calls, instantiations, type uses, `extends` /
         `implements`) as `path:line:column` with the line's text and the function it sits in,
@@ -543,12 +642,18 @@ def create_server(tools: CodeTools) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     def read_code(
-        path: Annotated[str, Field(description="file path relative to the repo root, as the other tools "
-                                               "print it (an absolute path inside the repo works too)")],
+        path: Annotated[
+            str,
+            Field(
+                description="file path relative to the repo root, as the other tools "
+                "print it (an absolute path inside the repo works too)"
+            ),
+        ],
         repo: RepoArg = None,
         start: Annotated[int, Field(ge=1, strict=True, description="first line, 1-based")] = 1,
-        end: Annotated[int | None, Field(ge=1, strict=True, description="last line, inclusive (default: to "
-                                                                        "the end)")] = None,
+        end: Annotated[
+            int | None, Field(ge=1, strict=True, description="last line, inclusive (default: to the end)")
+        ] = None,
     ) -> Annotated[CallToolResult, CodeOutput]:
         """Read numbered lines of an indexed file (at most 500 per call; the answer says where to
         continue). Only files in the repo's index can be read."""
@@ -572,10 +677,14 @@ def _warm_up(services: Services) -> None:
 
 
 def build_parser(prog: str = "codeqa mcp") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description="Serve CodeQA's tools to MCP clients "
-                                     "(coding agents, editors) over stdio.")
-    parser.add_argument("--repo", help="the repo tools use when a call does not name one "
-                                       "(default: the repo holding the working directory, or the only one)")
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Serve CodeQA's tools to MCP clients (coding agents, editors) over stdio."
+    )
+    parser.add_argument(
+        "--repo",
+        help="the repo tools use when a call does not name one "
+        "(default: the repo holding the working directory, or the only one)",
+    )
     return parser
 
 

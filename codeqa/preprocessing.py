@@ -26,19 +26,25 @@ from codeqa.services import Services
 
 def _format_report(report: IndexReport) -> str:
     lines = [f"note: {notice}" for notice in report.notices]
-    lines += [f"Indexed {report.name} ({report.root})",
-             f"  files: {report.added} added, {report.changed} changed, {report.deleted} deleted, "
-             f"{report.unchanged} unchanged"]
+    lines += [
+        f"Indexed {report.name} ({report.root})",
+        f"  files: {report.added} added, {report.changed} changed, {report.deleted} deleted, "
+        f"{report.unchanged} unchanged",
+    ]
     if report.files_by_language:
         langs = ", ".join(f"{lang} {n}" for lang, n in sorted(report.files_by_language.items()))
         lines.append(f"  by language: {langs}")
-    lines.append(f"  rows: {report.methods} methods, {report.classes} classes, {report.docs} doc sections, "
-                 f"{sum(report.files_by_language.values())} files, {report.modules} module-code chunks; "
-                 f"{report.references} references ({report.references_updated} rows updated); "
-                 f"{report.embedded} texts embedded")
+    lines.append(
+        f"  rows: {report.methods} methods, {report.classes} classes, {report.docs} doc sections, "
+        f"{sum(report.files_by_language.values())} files, {report.modules} module-code chunks; "
+        f"{report.references} references ({report.references_updated} rows updated); "
+        f"{report.embedded} texts embedded"
+    )
     if report.vectors_pending:
-        lines.append(f"  {report.vectors_pending} of {report.rows} rows have no vector yet (found by their text "
-                     "until the next run embeds them)")
+        lines.append(
+            f"  {report.vectors_pending} of {report.rows} rows have no vector yet (found by their text "
+            "until the next run embeds them)"
+        )
     for reason, count in report.skipped.most_common():
         examples = ", ".join(report.skipped_examples.get(reason, [])[:3])
         lines.append(f"  skipped {count} {reason}" + (f" (e.g. {examples})" if examples else ""))
@@ -47,11 +53,15 @@ def _format_report(report: IndexReport) -> str:
     for encoding, count in sorted(report.bom_decoded.items()):
         lines.append(f"  {count} files were {encoding.upper()} (by their byte-order mark) and were decoded as such")
     if report.syntax_errors:
-        lines.append(f"  {len(report.syntax_errors)} files have syntax errors (indexed what parsed), "
-                     f"e.g. {', '.join(report.syntax_errors[:3])}")
+        lines.append(
+            f"  {len(report.syntax_errors)} files have syntax errors (indexed what parsed), "
+            f"e.g. {', '.join(report.syntax_errors[:3])}"
+        )
     if report.too_deep:
-        lines.append(f"  {sum(report.too_deep.values())} definitions nested more than {MAX_NESTING} deep are "
-                     f"part of their enclosing definition's row, e.g. in {', '.join(list(report.too_deep)[:3])}")
+        lines.append(
+            f"  {sum(report.too_deep.values())} definitions nested more than {MAX_NESTING} deep are "
+            f"part of their enclosing definition's row, e.g. in {', '.join(list(report.too_deep)[:3])}"
+        )
     timings = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in report.timings.items())
     lines.append(f"  time: {timings}")
     return printable_lines(lines)  # file names are the repository's: no escape sequence reaches the terminal
@@ -65,10 +75,12 @@ def _format_repos(repos: list[RepoInfo]) -> str:
         stats = info.stats
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.indexed_at)) if info.indexed_at else "never"
         lines.append(f"{info.name}\t{info.root}")
-        lines.append(f"  {stats.files} files, {stats.methods} methods, {stats.classes} classes, {stats.docs} docs, "
-                     f"{stats.references} references; model {info.embedding_model} "
-                     f"({info.embedding_dim}-d); last indexed {when}"
-                     + (f"; {stats.embedded_percent}% embedded" if stats.embedded_percent < 100 else ""))
+        lines.append(
+            f"  {stats.files} files, {stats.methods} methods, {stats.classes} classes, {stats.docs} docs, "
+            f"{stats.references} references; model {info.embedding_model} "
+            f"({info.embedding_dim}-d); last indexed {when}"
+            + (f"; {stats.embedded_percent}% embedded" if stats.embedded_percent < 100 else "")
+        )
     return printable_lines(lines)
 
 
@@ -79,13 +91,20 @@ def build_parser(prog: str = "preprocessing.py") -> argparse.ArgumentParser:
     index = commands.add_parser("index", help="index a repo (first run: everything; later: only what changed)")
     index.add_argument("path", help="the repository's root directory")
     index.add_argument("--name", help="name to index it under (default: the folder name)")
-    index.add_argument("--rebuild", action="store_true",
-                       help="index from scratch into new tables, then switch to them (needed after "
-                            "changing the embedding model); searches use the old index meanwhile")
-    index.add_argument("--no-progress", action="store_true",
-                       help="no progress output (a bar on a terminal, else a line every 10%% or 10 s)")
-    watch = commands.add_parser("watch", help="index a repo, then keep its index fresh: re-index after "
-                                "every burst of file changes until Ctrl-C")
+    index.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="index from scratch into new tables, then switch to them (needed after "
+        "changing the embedding model); searches use the old index meanwhile",
+    )
+    index.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress output (a bar on a terminal, else a line every 10%% or 10 s)",
+    )
+    watch = commands.add_parser(
+        "watch", help="index a repo, then keep its index fresh: re-index after every burst of file changes until Ctrl-C"
+    )
     watch.add_argument("path", help="the repository's root directory")
     watch.add_argument("--name", help="name to index it under (default: the folder name)")
     watch.add_argument("--no-progress", action="store_true", help="no progress output for the first run")
@@ -93,9 +112,14 @@ def build_parser(prog: str = "preprocessing.py") -> argparse.ArgumentParser:
     remove = commands.add_parser("remove", help="delete a repo's index")
     remove.add_argument("name", help="the repo's name, as `list` shows it")
     for command in (index, remove):
-        command.add_argument("--wait", type=_seconds, default=0.0, metavar="SECONDS",
-                             help="if another run is indexing this repo, wait up to this long for it "
-                                  "(default: stop at once with exit status 75)")
+        command.add_argument(
+            "--wait",
+            type=_seconds,
+            default=0.0,
+            metavar="SECONDS",
+            help="if another run is indexing this repo, wait up to this long for it "
+            "(default: stop at once with exit status 75)",
+        )
     return parser
 
 
@@ -124,16 +148,22 @@ def _watch(args: argparse.Namespace, services: Services) -> None:
         else:
             print(printable(format_run(report)), flush=True)
 
-    watch_repo(args.path, services.settings, services.db, name=args.name,
-               on_changes=lambda paths: print(printable(format_changes(paths)), flush=True), on_run=on_run,
-               progress=False if args.no_progress else None)
+    watch_repo(
+        args.path,
+        services.settings,
+        services.db,
+        name=args.name,
+        on_changes=lambda paths: print(printable(format_changes(paths)), flush=True),
+        on_run=on_run,
+        progress=False if args.no_progress else None,
+    )
 
 
 class _OneLineFormatter(logging.Formatter):
     """Log records as one line each: a warning's traceback (a lock not released on a full disk)
     is for `--verbose`, and the error that follows it says what went wrong."""
 
-    def formatException(self, exc_info) -> str:  # noqa: N802 - logging's name
+    def formatException(self, exc_info) -> str:
         return ""
 
 
@@ -141,8 +171,11 @@ def main(argv: list[str] | None = None, prog: str = "preprocessing.py") -> int:
     """The CLI (`codeqa` runs it with its own `prog`); returns the exit status."""
     args = build_parser(prog).parse_args(argv)
     handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s") if args.verbose
-                         else _OneLineFormatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(
+        logging.Formatter("%(levelname)s %(name)s: %(message)s")
+        if args.verbose
+        else _OneLineFormatter("%(levelname)s %(name)s: %(message)s")
+    )
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler])
     try:
         return run_cli(lambda: _run(args))
@@ -157,8 +190,15 @@ def _run(args: argparse.Namespace) -> int:
     if args.command in ("index", "watch"):
         yield_cpu(services.settings.background_niceness)  # searches of a running web app go first
     if args.command == "index":
-        report = index_repo(args.path, services.settings, name=args.name, rebuild=args.rebuild,
-                            progress=False if args.no_progress else None, db=services.db, wait=args.wait)
+        report = index_repo(
+            args.path,
+            services.settings,
+            name=args.name,
+            rebuild=args.rebuild,
+            progress=False if args.no_progress else None,
+            db=services.db,
+            wait=args.wait,
+        )
         print(_format_report(report))
     elif args.command == "watch":
         _watch(args, services)

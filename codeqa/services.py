@@ -27,16 +27,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
-
-import lancedb
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from codeqa.core.config import Settings
 from codeqa.core.records import RepoInfo
-from codeqa.indexing import create_tables
 from codeqa.search.retrieval import Retriever
+from codeqa.store.connection import connect
+from codeqa.store.index import Index
 
 if TYPE_CHECKING:  # the chat parts are imported when first built: a CLI search never loads them
+    import lancedb
+
     from codeqa.chat.answer import ChatBudget, ChatService
     from codeqa.chat.chat_store import ChatStore
     from codeqa.chat.context import ContextBuilder
@@ -53,18 +54,23 @@ class Services:
         self.settings = settings
         self.chat_budget = chat_budget  # None: ChatBudget.from_settings(settings), when the chat is built
         self._lock = threading.RLock()
-        self._parts: dict[str, object] = {}
+        self._parts: dict[str, Any] = {}
 
     def _part(self, name: str, build: Callable[[], T]) -> T:
         with self._lock:
             if name not in self._parts:
                 self._parts[name] = build()
-            return self._parts[name]  # type: ignore[return-value]
+            return self._parts[name]
 
     @property
     def db(self) -> lancedb.DBConnection:
         """The LanceDB connection (local directory or object storage) every part shares."""
-        return self._part("db", lambda: create_tables.connect(self.settings))
+        return self._part("db", lambda: connect(self.settings))
+
+    @property
+    def index(self) -> Index:
+        """Every indexed repo of the database: the registry, and a reader per repo (store.index)."""
+        return self._part("index", lambda: Index(self.db))
 
     @property
     def llm(self) -> LLMClient:
@@ -77,14 +83,14 @@ class Services:
     def retriever(self) -> Retriever:
         """Search (`retriever.search(repo, question, SearchOptions(...))`); loads the embedder.
         It shares the LLM client, built only if a search asks the LLM (HyDE)."""
-        return self._part("retriever", lambda: Retriever(self.settings, llm=lambda: self.llm, db=self.db))
+        return self._part("retriever", lambda: Retriever(self.settings, llm=lambda: self.llm, index=self.index))
 
     @property
     def commands(self) -> CommandResolver:
         """The chat's @-commands (@definition, @references, @file, @symbols-at) on the index."""
         from codeqa.chat.resolver import CommandResolver
 
-        return self._part("commands", lambda: CommandResolver(self.db))
+        return self._part("commands", lambda: CommandResolver(self.index))
 
     @property
     def context(self) -> ContextBuilder:
@@ -98,8 +104,12 @@ class Services:
         """Per-user chat history and context in Redis (the embedded one unless REDIS_URL is set)."""
         from codeqa.chat.chat_store import ChatStore
 
-        return self._part("store", lambda: ChatStore.connect(
-            self.settings.redis_url, self.settings.data_dir, ttl_seconds=self.settings.history_ttl_seconds))
+        return self._part(
+            "store",
+            lambda: ChatStore.connect(
+                self.settings.redis_url, self.settings.data_dir, ttl_seconds=self.settings.history_ttl_seconds
+            ),
+        )
 
     @property
     def chat(self) -> ChatService:
@@ -111,21 +121,21 @@ class Services:
 
     def repos(self) -> list[RepoInfo]:
         """Every indexed repo, by name."""
-        return create_tables.list_repos(self.db)
+        return self.index.repos()
 
     def repo(self, name: str) -> RepoInfo:
         """One indexed repo; `UnknownRepoError` (404) names the ones there are."""
-        return create_tables.get_repo(self.db, name)
+        return self.index.repo(name)
 
     def read_file(self, repo: RepoInfo, path: object) -> str:
         """The text of a file of the repo's index, as it was indexed; anything else is refused."""
-        return create_tables.read_indexed_file(self.db, repo, path)
+        return self.index.read_file(repo, path)
 
     def start(self) -> None:
         """Build what a server needs now rather than during its first request (loads models)."""
         self.chat  # noqa: B018 - builds the retriever, the LLM client and the chat store
 
-    def __enter__(self) -> "Services":
+    def __enter__(self) -> Services:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -137,6 +147,6 @@ class Services:
         with self._lock:
             parts, self._parts = self._parts, {}
         if "store" in parts:
-            parts["store"].close()  # type: ignore[union-attr]
+            parts["store"].close()
         if "llm" in parts:
-            parts["llm"].close()  # type: ignore[union-attr]
+            parts["llm"].close()

@@ -18,21 +18,31 @@ import json
 import logging
 import re
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Blueprint, Flask, Response, current_app, jsonify, render_template, request, session, stream_with_context
+from flask import (
+    Blueprint,
+    Flask,
+    Response,
+    current_app,
+    jsonify,
+    render_template,
+    request,
+    session,
+    stream_with_context,
+)
 from werkzeug.exceptions import HTTPException
 
 from codeqa.chat.answer import ChatTurn
 from codeqa.chat.chat_commands import complete_commands, completion_target, quote_argument
 from codeqa.core.config import Settings
-from codeqa.core.errors import (UNSAFE_PATTERN, CodeQAError, is_valid_unicode, printable,
-                                user_error, without_paths)
-from codeqa.parsing.languages import language_for
+from codeqa.core.errors import UNSAFE_PATTERN, CodeQAError, is_valid_unicode, printable, user_error, without_paths
 from codeqa.core.records import RepoInfo
-from codeqa.search.retrieval import SearchOptions, check_options
+from codeqa.parsing.languages import language_for
+from codeqa.search.options import SearchOptions, check_options
 from codeqa.services import Services
 
 log = logging.getLogger("codeqa.web")
@@ -43,8 +53,10 @@ MAX_COMPLETE_CHARS = 1_000  # of the text before the caret that /api/complete re
 MAX_CONTEXT_BUDGET = 200_000  # tokens POST /api/context may be asked to pack
 MAX_LINE = 10_000_000  # a line number the file view accepts (no indexed file comes close)
 SNIPPET_PADDING = 6
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 
 
 class ApiError(CodeQAError):
@@ -61,6 +73,7 @@ def services() -> Services:
 
 
 # --- Helpers -------------------------------------------------------------------------------------
+
 
 def user_id() -> str:
     """The caller's server-generated id, kept in the signed session cookie."""
@@ -130,10 +143,13 @@ def status_report() -> dict:
     llm_status = svc.llm.status()
     rerank_status = svc.retriever.reranker().status()
     redis_ok, redis_reason = svc.store.ping()
-    return public({"llm": {"available": llm_status.available, "reason": llm_status.reason,
-                           "embedded": llm_status.embedded},
-                   "rerank": {"available": rerank_status.available, "reason": rerank_status.reason},
-                   "redis": {"ok": redis_ok, "reason": redis_reason}})
+    return public(
+        {
+            "llm": {"available": llm_status.available, "reason": llm_status.reason, "embedded": llm_status.embedded},
+            "rerank": {"available": rerank_status.available, "reason": rerank_status.reason},
+            "redis": {"ok": redis_ok, "reason": redis_reason},
+        }
+    )
 
 
 # Fields of a response that carry messages, as opposed to data (code, file paths of the repo).
@@ -172,7 +188,7 @@ def sse(events: Iterator[tuple[str, dict]]) -> Iterator[str]:
 
 def safe_json_for_html(data: Any) -> str:
     """JSON that can sit inside a <script type="application/json"> block without ending it."""
-    return (json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+    return json.dumps(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 # --- Blueprints --------------------------------------------------------------------------------
@@ -184,10 +200,13 @@ api = Blueprint("api", __name__, url_prefix="/api")
 @pages.get("/")
 def index() -> str:
     user_id()
-    config = {"repos": [repo_summary(info) for info in services().repos()],
-              "status": status_report(), "limits": {"message_chars": MAX_MESSAGE_CHARS},
-              "defaults": {"rerank": services().settings.rerank_chat},  # the toggle is the chat's
-              "unsafe_text": UNSAFE_PATTERN}  # what the page escapes in the names it shows
+    config = {
+        "repos": [repo_summary(info) for info in services().repos()],
+        "status": status_report(),
+        "limits": {"message_chars": MAX_MESSAGE_CHARS},
+        "defaults": {"rerank": services().settings.rerank_chat},  # the toggle is the chat's
+        "unsafe_text": UNSAFE_PATTERN,
+    }  # what the page escapes in the names it shows
     return render_template("index.html", config_json=safe_json_for_html(config))
 
 
@@ -206,11 +225,19 @@ def chat() -> Response:
     data = json_body()
     info = repo_info(data.get("repo"))
     message = text_field(data, "message", MAX_MESSAGE_CHARS)
-    turn = ChatTurn(user=user_id(), repo=info.name, message=message, hyde=flag(data, "hyde", False),
-                    rerank=optional_flag(data, "rerank"))
+    turn = ChatTurn(
+        user=user_id(),
+        repo=info.name,
+        message=message,
+        hyde=flag(data, "hyde", False),
+        rerank=optional_flag(data, "rerank"),
+    )
     events = services().chat.run(turn)
-    return Response(stream_with_context(sse(events)), mimetype="text/event-stream",
-                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return Response(
+        stream_with_context(sse(events)),
+        mimetype="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 @api.post("/search")
@@ -218,9 +245,13 @@ def search() -> Response:
     data = json_body()
     info = repo_info(data.get("repo"))
     query = text_field(data, "query", MAX_MESSAGE_CHARS)
-    options = SearchOptions(k=data.get("k", 10), hyde=flag(data, "hyde", False), rerank=optional_flag(data, "rerank"),
-                            language=optional_field(data, "lang"),
-                            path_prefix=optional_field(data, "path"))
+    options = SearchOptions(
+        k=data.get("k", 10),
+        hyde=flag(data, "hyde", False),
+        rerank=optional_flag(data, "rerank"),
+        language=optional_field(data, "lang"),
+        path_prefix=optional_field(data, "path"),
+    )
     result = services().retriever.search(info.name, query, options)  # QueryError (400) for bad k, lang, path
     return jsonify(public(result.to_json()))
 
@@ -240,12 +271,19 @@ def complete() -> Response:
         items = complete_commands(target.prefix)
     else:
         index = services().commands.symbol_index(info)
-        items = (index.complete_symbols(target.prefix) if target.kind == "symbol"
-                 else index.complete_paths(target.prefix))
-    shown = [{**item, "value": quote_argument(item["value"]) if target.kind == "path" else item["value"],
-              "label": printable(item["label"]), "detail": printable(item.get("detail") or "")} for item in items]
-    return jsonify({"target": {"kind": target.kind, "prefix": target.prefix, "start": target.start},
-                    "items": shown})
+        items = (
+            index.complete_symbols(target.prefix) if target.kind == "symbol" else index.complete_paths(target.prefix)
+        )
+    shown = [
+        {
+            **item,
+            "value": quote_argument(item["value"]) if target.kind == "path" else item["value"],
+            "label": printable(item["label"]),
+            "detail": printable(item.get("detail") or ""),
+        }
+        for item in items
+    ]
+    return jsonify({"target": {"kind": target.kind, "prefix": target.prefix, "start": target.start}, "items": shown})
 
 
 @api.post("/context")
@@ -258,8 +296,11 @@ def context() -> Response:
     if not isinstance(budget, int) or isinstance(budget, bool) or not 1 <= budget <= MAX_CONTEXT_BUDGET:
         raise ApiError(400, f"'budget' must be a number of tokens from 1 to {MAX_CONTEXT_BUDGET:,}.")
     rerank = optional_flag(data, "rerank")  # as the chat would: the context is the chat's
-    options = SearchOptions(k=data.get("k", 8), hyde=flag(data, "hyde", False),
-                            rerank=services().settings.rerank_chat if rerank is None else rerank)
+    options = SearchOptions(
+        k=data.get("k", 8),
+        hyde=flag(data, "hyde", False),
+        rerank=services().settings.rerank_chat if rerank is None else rerank,
+    )
     check_options(options)  # also when the message has no @codebase to search
     return jsonify(public(services().context.build(info.name, message, options, budget).to_json()))
 
@@ -268,8 +309,19 @@ def context() -> Response:
 def history() -> Response:
     info = repo_info(request.args.get("repo"))
     messages = services().store.history(user_id(), info.name)
-    return jsonify({"messages": [{"role": m["role"], "content": m["content"], "sources": m.get("sources"),
-                                  "truncated": bool(m.get("truncated"))} for m in messages]})
+    return jsonify(
+        {
+            "messages": [
+                {
+                    "role": m["role"],
+                    "content": m["content"],
+                    "sources": m.get("sources"),
+                    "truncated": bool(m.get("truncated")),
+                }
+                for m in messages
+            ]
+        }
+    )
 
 
 @api.delete("/history")
@@ -293,7 +345,7 @@ def _line_arg(name: str, default: int) -> int:
 @api.get("/file")
 def file_view() -> Response:
     info = repo_info(request.args.get("repo"))
-    path = request.args.get("path")
+    path = request.args.get("path") or ""
     text = services().read_file(info, path)  # 400 malformed, 404 not indexed or not a plain file, 409 changed
     start = _line_arg("start", 1)
     end = _line_arg("end", start)
@@ -306,12 +358,22 @@ def file_view() -> Response:
         raise ApiError(400, f"'start' is past the end of the file ({len(lines):,} lines).")
     first = max(1, start - SNIPPET_PADDING)
     last = min(len(lines), end + SNIPPET_PADDING)
-    return jsonify({"repo": info.name, "path": path, "language": language_for(path) or "text",
-                    "start": start, "end": end, "first_line": first,
-                    "total_lines": len(lines), "lines": lines[first - 1:last]})
+    return jsonify(
+        {
+            "repo": info.name,
+            "path": path,
+            "language": language_for(path) or "text",
+            "start": start,
+            "end": end,
+            "first_line": first,
+            "total_lines": len(lines),
+            "lines": lines[first - 1 : last],
+        }
+    )
 
 
 # --- Errors and headers -------------------------------------------------------------------------
+
 
 def _error(status: int, message: str) -> Response:
     response = jsonify({"error": message})
@@ -327,9 +389,9 @@ def register_errors(app: Flask) -> None:
         return _error(exc.http_status, message_text(exc.message))
 
     @app.errorhandler(HTTPException)
-    def http_error(exc: HTTPException) -> Response:
+    def http_error(exc: HTTPException) -> Response | HTTPException:
         if request.path.startswith("/api/") or exc.code == 413:
-            message = ("The request is too large." if exc.code == 413 else exc.description)
+            message = "The request is too large." if exc.code == 413 else exc.description or ""
             return _error(exc.code or 500, message)
         return exc
 
@@ -385,25 +447,32 @@ class FrontDoor:
     origins: frozenset[str]
 
     @classmethod
-    def from_settings(cls, settings: Settings, bound: str = "") -> "FrontDoor":
+    def from_settings(cls, settings: Settings, bound: str = "") -> FrontDoor:
         """The loopback names, the address the server is bound to (unless it is every interface's),
         and CODEQA_ALLOWED_HOSTS / CODEQA_ALLOWED_ORIGINS."""
         bound_name = host_name(bound)
         own = {bound_name} if bound_name not in WILDCARD_ADDRESSES else set()
-        return cls(LOOPBACK_HOSTS | own | {host_name(h) for h in settings.allowed_hosts},
-                   frozenset(settings.allowed_origins))
+        return cls(
+            LOOPBACK_HOSTS | own | {host_name(h) for h in settings.allowed_hosts}, frozenset(settings.allowed_origins)
+        )
 
     def refusal(self) -> ApiError | None:
         """Why the current request may not come in, if it may not."""
         if host_name(request.host) not in self.hosts:
-            return ApiError(421, "This server answers only to its own host names: open it as "
-                                 "http://127.0.0.1:PORT, or add the name to CODEQA_ALLOWED_HOSTS.")
+            return ApiError(
+                421,
+                "This server answers only to its own host names: open it as "
+                "http://127.0.0.1:PORT, or add the name to CODEQA_ALLOWED_HOSTS.",
+            )
         if request.method not in STATE_CHANGING:
             return None
         sender = request.headers.get("Origin") or (origin_of(request.referrer) if request.referrer else None)
         if sender is not None and sender.lower() not in self.origins | {f"{request.scheme}://{request.host}".lower()}:
-            return ApiError(403, "Only CodeQA's own page may send this request (a reverse proxy's public "
-                                 "origin goes in CODEQA_ALLOWED_ORIGINS).")
+            return ApiError(
+                403,
+                "Only CodeQA's own page may send this request (a reverse proxy's public "
+                "origin goes in CODEQA_ALLOWED_ORIGINS).",
+            )
         if request.method in WITH_BODY and not request.is_json:
             return ApiError(415, "Send JSON with Content-Type: application/json.")
         return None

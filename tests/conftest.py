@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 # Subprocesses (`python -m codeqa ...`) import the package from this checkout too.
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

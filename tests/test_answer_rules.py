@@ -8,7 +8,7 @@ import pytest
 from codeqa.chat.answer import (ANSWER_TOKENS, SHORT_ANSWER_TOKENS, Citations, LoopGuard, answer_token_limit,
                                 cited_files, refers_back)
 from codeqa.chat.chat_commands import parse_message
-from codeqa.search.packing import Definition, FileText, Source, Span, numbered_sources, pack
+from codeqa.chat.packing import Definition, FileText, Source, Span, numbered_sources, pack
 
 pytestmark = pytest.mark.unit
 

@@ -11,7 +11,7 @@ import pytest
 
 from codeqa.chat.answer import ChatBudget, ChatService, ChatTurn
 from codeqa.llm.client import LLMClient
-from codeqa.search.packing import numbered_sources
+from codeqa.chat.packing import numbered_sources
 from codeqa.services import Services
 from conftest import http_server
 

@@ -114,11 +114,12 @@ def test_repos_status_and_errors_name_no_server_path(served):
 
 def test_an_index_broken_behind_the_apps_back_answers_without_paths(served, tmp_path):
     client, settings, repo = served
-    from codeqa.indexing import create_tables
+    from codeqa.store import registry, schema
+    from codeqa.store.connection import connect
 
-    db = create_tables.connect(settings)
-    info = create_tables.get_repo(db, "shop")
-    table_dir = Path(settings.database_uri) / f"{create_tables.table_name(info, 'classes')}.lance"
+    db = connect(settings)
+    info = registry.get_repo(db, "shop")
+    table_dir = Path(settings.database_uri) / f"{registry.table_name(info, 'classes')}.lance"
     moved = tmp_path / "moved"
     shutil.move(table_dir / "data", moved)
     try:
@@ -225,20 +226,21 @@ def test_autocomplete_and_history_need_a_repo(served):
 def test_a_repo_whose_first_index_run_is_still_writing_is_not_called_embedded(served):
     client, settings, _ = served
     from codeqa.core.records import RepoInfo
-    from codeqa.indexing import create_tables
+    from codeqa.store import registry, schema
+    from codeqa.store.connection import connect
 
-    db = create_tables.connect(settings)
+    db = connect(settings)
     # What the indexer registers as a new repo's run starts, before any row is written.
-    starting = RepoInfo(name="starting", root="/nowhere/starting", prefix=create_tables.new_generation_prefix("starting"),
+    starting = RepoInfo(name="starting", root="/nowhere/starting", prefix=registry.new_generation_prefix("starting"),
                         embedding_model="m", embedding_dim=384, created_at=1.0, indexed_at=0.0,
-                        index_version=create_tables.INDEX_VERSION)
-    create_tables.save_repo(db, starting)
+                        index_version=schema.INDEX_VERSION)
+    registry.save_repo(db, starting)
     try:
         repos = {repo["name"]: repo for repo in client.get("/api/repos").get_json()["repos"]}
         assert repos["starting"]["embedded_percent"] == 0 and repos["starting"]["methods"] == 0
         assert repos["shop"]["embedded_percent"] == 100
     finally:
-        create_tables.remove_repo(db, "starting")
+        registry.remove_repo(db, "starting")
 
 
 def test_the_clis_refuse_a_search_path_outside_the_repo_in_one_line(served):

@@ -1,10 +1,11 @@
 """The package's layers: data flows one way, and no module imports itself back in a cycle.
 
-    core → parsing → indexing → llm → search → chat → services → faces
+    core → parsing → store → indexing → llm → search → chat → services → faces
 
 A module may import its own layer and the layers below it, never one above (imports inside
-functions count too: a lazy import is still a dependency). Module-level imports form no
-cycle. `docs/architecture.md` draws the same picture.
+functions count too: a lazy import is still a dependency). No imports form a cycle, lazy and
+type-only ones (`if TYPE_CHECKING:`) included: a cycle held together by type hints is still two
+modules that cannot be understood apart. `docs/architecture.md` draws the same picture.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 from conftest import ROOT
 
 PACKAGE = ROOT / "codeqa"
-LAYERS = ["core", "parsing", "indexing", "llm", "search", "chat", "services", "faces"]
+LAYERS = ["core", "parsing", "store", "indexing", "llm", "search", "chat", "services", "faces"]
 
 
 def module_name(path: Path) -> str:
@@ -33,15 +34,16 @@ def layer_of(module: str) -> str:
     return "faces"
 
 
-def imports(path: Path) -> tuple[set[str], set[str]]:
-    """(module-level, all) `codeqa` modules a file imports; `if TYPE_CHECKING:` blocks don't count."""
+def imports(path: Path, type_only: bool = False) -> tuple[set[str], set[str]]:
+    """(module-level, all) `codeqa` modules a file imports; `if TYPE_CHECKING:` blocks count only
+    with `type_only` (they are no dependency at run time, but one to a reader)."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    type_only = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
+    for_types = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
                  and getattr(block.test, "id", None) == "TYPE_CHECKING" for node in ast.walk(block)}
     top_level = {id(node) for node in tree.body}
     every, at_top = set(), set()
     for node in ast.walk(tree):
-        if id(node) in type_only:
+        if id(node) in for_types and not type_only:
             continue
         names: list[str] = []
         if isinstance(node, ast.Import):
@@ -72,9 +74,9 @@ def test_a_module_imports_only_its_own_layer_and_those_below(module):
 
 
 @pytest.mark.unit
-def test_no_import_cycles_at_module_level():
-    graph = {module: {name for name in imports(path)[0] if name in MODULES and name != "codeqa"}
-             for module, path in MODULES.items()}
+def test_no_import_cycles_type_only_and_lazy_imports_included():
+    graph = {module: {name for name in imports(path, type_only=True)[1] if name in MODULES and name != "codeqa"}
+             for module, path in MODULES.items() if module not in ("codeqa", "codeqa.__main__")}
     state: dict[str, int] = {}  # 1: on the current path, 2: done
 
     def visit(module: str, path: list[str]) -> None:
@@ -103,3 +105,7 @@ def test_the_checker_sees_a_cycle_and_a_layer_breach(tmp_path):
     lazy = tmp_path / "lazy.py"
     lazy.write_text("def f():\n    from codeqa.chat import answer\n")
     assert imports(lazy) == (set(), {"codeqa.chat.answer"})
+    hinted = tmp_path / "hinted.py"
+    hinted.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from codeqa.search.retrieval import Hit\n")
+    assert imports(hinted) == (set(), set())
+    assert imports(hinted, type_only=True)[1] == {"codeqa.search.retrieval"}

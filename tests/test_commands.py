@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from codeqa.indexing import create_tables
+from codeqa.store import registry
+from codeqa.store.connection import connect
 from codeqa.chat.chat_commands import parse_message
 from conftest import packed_lines
 from codeqa.chat.context import ContextBuilder
-from codeqa.search.packing import estimate_tokens, pack
+from codeqa.chat.packing import estimate_tokens, pack
 from codeqa.chat.resolver import CommandResolver
-from codeqa.search.retrieval import Retriever, SearchOptions
+from codeqa.store.index import Index
+from codeqa.search.retrieval import Retriever
+from codeqa.search.options import SearchOptions
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +23,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def resolver(indexed_sample):
     settings, _ = indexed_sample
-    return CommandResolver(create_tables.connect(settings))
+    return CommandResolver(Index.connect(settings))
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +34,7 @@ def builder(indexed_sample, resolver):
 
 
 def resolve(resolver, message: str):
-    repo = create_tables.get_repo(resolver.db, "sample")
+    repo = resolver.index.repo("sample")
     lookup = resolver.lookup(repo)
     return lookup.resolve(parse_message(message).lookups), lookup
 
@@ -147,9 +150,9 @@ def test_codebase_without_a_question_searches_for_the_command_arguments(builder)
 
 
 def test_a_3000_line_file_fits_any_budget_as_a_skeleton_first(big_file_repo):
-    db = create_tables.connect(big_file_repo)
-    resolver = CommandResolver(db)
-    lookup = resolver.lookup(create_tables.get_repo(db, "big"))
+    db = connect(big_file_repo)
+    resolver = CommandResolver(Index(db))
+    lookup = resolver.lookup(registry.get_repo(db, "big"))
     (found,) = lookup.resolve(parse_message("@file lib/typing_copy.py summarise this file").lookups)
     text = lookup.files["lib/typing_copy.py"]
     assert len(text.lines) >= 3000
@@ -181,8 +184,8 @@ def test_references_beyond_the_stored_ones_are_resolved_from_the_manifest(tmp_pa
         f"\ndef caller_{n}():\n    return ping_it({n})\n" for n in range(60)))
     settings = settings_for(tmp_path / "data")
     index_repo(root, settings, name="many", progress=False)
-    db = create_tables.connect(settings)
-    lookup = CommandResolver(db).lookup(create_tables.get_repo(db, "many"))
+    db = connect(settings)
+    lookup = CommandResolver(Index(db)).lookup(registry.get_repo(db, "many"))
     (found,) = lookup.resolve(parse_message("@references ping_it").lookups)
     assert "is used 61 times" in found.notes[0]
     assert "the 20 most relevant of 61 uses are shown" in found.notes[1]

@@ -9,16 +9,16 @@ from codeqa.app import close_app, create_app
 from codeqa.chat.chat_commands import CommandError
 from codeqa.chat.chat_store import ChatStoreUnavailable
 from codeqa.core.config import Settings
-from codeqa.indexing.create_tables import FileNotIndexedError, InvalidPathError, ModelMismatchError, UnknownRepoError
-from codeqa.indexing import index_lock
+from codeqa.store.errors import FileNotIndexedError, InvalidPathError, ModelMismatchError, UnknownRepoError
+from codeqa.store import lease
 from codeqa.indexing.embeddings import EmbeddingError
 from codeqa.core.errors import (CodeQAError, ConfigError, InvalidArgument, LLMUnavailable, StorageError, cli_exit,
                                 printable, printable_lines, repo_path_prefix, user_error)
 from codeqa.llm.weights import ModelFileError
 from codeqa.indexing.indexer import NothingToIndexError
-from codeqa.indexing.repo_files import RepoPathError
+from codeqa.parsing.repo_files import RepoPathError
 from codeqa.search.rerank import RerankUnavailable
-from codeqa.search.retrieval import QueryError
+from codeqa.search.query import QueryError
 
 pytestmark = pytest.mark.unit
 
@@ -53,7 +53,7 @@ def test_a_bad_setting_is_one_line_from_the_cli(monkeypatch, capsys, tmp_path) -
     with pytest.raises(ConfigError):
         Settings.from_env()
     assert preprocessing.main(["list"]) == 1
-    assert capsys.readouterr().err == "error: CODEQA_WRITE_BATCH must be an integer, got 'many'\n"
+    assert capsys.readouterr().err == "error: CODEQA_WRITE_BATCH must be a whole number of files, at least 1, got 'many'\n"
 
 
 def test_the_http_api_maps_errors_through_the_base(tmp_path) -> None:
@@ -133,6 +133,6 @@ def test_other_search_paths_pass_to_the_search(prefix) -> None:
 def test_a_failed_lock_step_logs_the_disks_refusal_in_one_line_and_a_bug_with_its_traceback(
         caplog, error: BaseException, line: str, traceback: bool) -> None:
     with caplog.at_level("WARNING", logger="codeqa.lock"):
-        index_lock._warn("heartbeat failed", error)
+        lease._warn("heartbeat failed", error)
     [record] = caplog.records
     assert record.getMessage() == line and bool(record.exc_info) is traceback

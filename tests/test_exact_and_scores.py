@@ -15,7 +15,8 @@ import pytest
 
 from conftest import ROOT, settings_for
 from mcp_client import mcp_session
-from codeqa.search.retrieval import Retriever, SearchOptions
+from codeqa.search.retrieval import Retriever
+from codeqa.search.options import SearchOptions
 
 pytestmark = pytest.mark.integration
 

@@ -9,9 +9,10 @@ import sys
 
 import pytest
 
-from codeqa.indexing import create_tables
+from codeqa.store import registry
+from codeqa.store.connection import connect
 from conftest import ROOT
-from codeqa.indexing.repo_files import FoundFile, read_source, walk_repo
+from codeqa.parsing.repo_files import FoundFile, read_source, walk_repo
 
 SOURCE = 'def greet(name):\n    """Say hello."""\n    return "héllo " + name\n\n\ndef part():\n    return 2\n'
 
@@ -74,8 +75,8 @@ def test_a_run_over_hostile_files_indexes_what_it_can_and_says_what_it_did(tmp_p
 
     from codeqa.core.config import Settings
 
-    db = create_tables.connect(Settings(data_dir=data))
-    rows = create_tables.open_table(db, create_tables.get_repo(db, "hostile"), "methods").to_arrow().to_pylist()
+    db = connect(Settings(data_dir=data))
+    rows = registry.open_table(db, registry.get_repo(db, "hostile"), "methods").to_arrow().to_pylist()
     greet = next(r for r in rows if r["name"] == "greet")
     assert (greet["file_path"], greet["start_line"], greet["end_line"], greet["doc"]) == ("win.py", 1, 3, "Say hello.")
     deep = [r for r in rows if r["file_path"] == "deep.js"]

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codeqa.indexing import create_tables
+from codeqa.store import create_tables, registry, schema
+from codeqa.store.connection import connect, table_names
 from conftest import ROOT
 from codeqa.indexing.indexer import index_repo
 
@@ -24,18 +25,18 @@ COMPARED = ("id", "file_path", "kind", "qualified_name", "start_line", "end_line
 
 
 def snapshot(settings, repo: str) -> dict[str, dict[str, dict]]:
-    db = create_tables.connect(settings)
-    info = create_tables.get_repo(db, repo)
+    db = connect(settings)
+    info = registry.get_repo(db, repo)
     out = {}
-    for kind in create_tables.ROW_TABLES:
-        rows = create_tables.open_table(db, info, kind).to_arrow().to_pylist()
+    for kind in schema.ROW_TABLES:
+        rows = registry.open_table(db, info, kind).to_arrow().to_pylist()
         out[kind] = {r["id"]: r for r in rows}
         assert len(out[kind]) == len(rows), "duplicate row ids"
     return out
 
 
 def assert_same_rows(left: dict, right: dict) -> None:
-    for kind in create_tables.ROW_TABLES:
+    for kind in schema.ROW_TABLES:
         assert left[kind].keys() == right[kind].keys()
         for row_id, row in left[kind].items():
             other = right[kind][row_id]
@@ -118,12 +119,12 @@ def test_files_are_read_only_when_size_or_mtime_changed(settings, sample_copy):
     assert any(r["qualified_name"] == "Cart" for r in snapshot(settings, "s")["classes"].values())
 
     # A manifest without mtimes (written before they were kept) makes every file hashed once.
-    db = create_tables.connect(settings)
-    create_tables.open_table(db, create_tables.get_repo(db, "s"), "files").update(values={"mtime_ns": 0})
+    db = connect(settings)
+    registry.open_table(db, registry.get_repo(db, "s"), "files").update(values={"mtime_ns": 0})
     third = index_repo(sample_copy, settings, name="s", progress=False)
     assert (third.changed, third.unchanged) == (1, files - 1)
     assert any(r["qualified_name"] == "Cbrt" for r in snapshot(settings, "s")["classes"].values())
-    manifest = create_tables.RepoTables(db, create_tables.get_repo(db, "s")).manifest()
+    manifest = create_tables.RepoTables(db, registry.get_repo(db, "s")).manifest()
     assert all(entry.mtime_ns for path, entry in manifest.items() if path != "shop/models.py")
 
 
@@ -281,10 +282,10 @@ def test_a_registry_being_created_lists_no_repo(settings):
     """Another process's first index run has made the registry's directory but not written its
     first version: a reader listing repos at that instant sees none, not an error (this raced
     the test below, which polls the registry while the index run creates it)."""
-    db = create_tables.connect(settings)
-    (settings.data_dir / "lancedb" / f"{create_tables.REGISTRY_TABLE}.lance").mkdir(parents=True)
-    assert create_tables.REGISTRY_TABLE in create_tables.table_names(db)
-    assert create_tables.list_repos(db) == [] and create_tables.find_repo(db, "big") is None
+    db = connect(settings)
+    (settings.data_dir / "lancedb" / f"{schema.REGISTRY_TABLE}.lance").mkdir(parents=True)
+    assert schema.REGISTRY_TABLE in table_names(db)
+    assert registry.list_repos(db) == [] and registry.find_repo(db, "big") is None
 
 
 def test_searchable_before_its_vectors_and_a_killed_fill_resumes(tmp_path):
@@ -292,7 +293,8 @@ def test_searchable_before_its_vectors_and_a_killed_fill_resumes(tmp_path):
     leaves a searchable index whose rows without vectors still rank, and the next run embeds
     only those."""
     from codeqa.app import close_app, create_app
-    from codeqa.search.retrieval import Retriever, SearchOptions
+    from codeqa.search.retrieval import Retriever
+    from codeqa.search.options import SearchOptions
 
     repo = tmp_path / "big"
     make_big_repo(repo, files=150)
@@ -300,13 +302,13 @@ def test_searchable_before_its_vectors_and_a_killed_fill_resumes(tmp_path):
     settings = settings_from_env(env)
     retriever = Retriever(settings)
     retriever.embedder.embed(["load the model before the index run starts"])
-    db = create_tables.connect(settings)
+    db = connect(settings)
 
     proc = run_cli(["index", str(repo), "--name", "big", "--no-progress"], env)
     try:
         partial = None
         while partial is None and proc.poll() is None:
-            info = create_tables.find_repo(db, "big")
+            info = registry.find_repo(db, "big")
             if info and info.indexed_at and info.stats.vectors_pending >= 300:
                 partial = info
     finally:
@@ -315,7 +317,7 @@ def test_searchable_before_its_vectors_and_a_killed_fill_resumes(tmp_path):
     assert partial is not None, "the run ended before it was seen searchable without its vectors"
     assert partial.stats.rows == 600 and partial.stats.embedded_percent <= 50
 
-    tables = create_tables.RepoTables(db, create_tables.get_repo(db, "big"))
+    tables = create_tables.RepoTables(db, registry.get_repo(db, "big"))
     rows, pending = tables.vector_counts()
     assert rows == 600 and pending > 0
     waiting = next(row for table in tables.row_tables for row in tables.rows_without_vectors(table)
@@ -327,13 +329,13 @@ def test_searchable_before_its_vectors_and_a_killed_fill_resumes(tmp_path):
     app = create_app({"TESTING": True, "CODEQA_SETTINGS": settings})
     try:
         [listed] = app.test_client().get("/api/repos").get_json()["repos"]
-        assert listed["embedded_percent"] == create_tables.get_repo(db, "big").stats.embedded_percent < 100
+        assert listed["embedded_percent"] == registry.get_repo(db, "big").stats.embedded_percent < 100
     finally:
         close_app(app)
 
     rerun = index_repo(repo, settings, name="big", progress=False)
     assert (rerun.added, rerun.changed, rerun.deleted) == (0, 0, 0)
     assert 0 < rerun.embedded <= pending and rerun.vectors_pending == 0
-    assert create_tables.RepoTables(db, create_tables.get_repo(db, "big")).vector_counts() == (600, 0)
-    assert create_tables.get_repo(db, "big").stats.embedded_percent == 100
+    assert create_tables.RepoTables(db, registry.get_repo(db, "big")).vector_counts() == (600, 0)
+    assert registry.get_repo(db, "big").stats.embedded_percent == 100
     assert not retriever.search("big", "helper", SearchOptions(k=3, hyde=False)).notices

@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from codeqa.indexing import create_tables
+from codeqa.core.records import RepoInfo
+from codeqa.store import create_tables, registry, schema
+from codeqa.store.connection import connect
+from codeqa.store.errors import ModelMismatchError, StaleIndexError
 from conftest import SAMPLE_REPO
 from codeqa.parsing.languages import file_role
 from codeqa.indexing.indexer import index_repo, resolve_repo_name
@@ -15,9 +18,9 @@ pytestmark = pytest.mark.integration
 
 
 def table_rows(settings, repo: str, kind: str) -> list[dict]:
-    db = create_tables.connect(settings)
-    info = create_tables.get_repo(db, repo)
-    return create_tables.open_table(db, info, kind).to_arrow().to_pylist()
+    db = connect(settings)
+    info = registry.get_repo(db, repo)
+    return registry.open_table(db, info, kind).to_arrow().to_pylist()
 
 
 def by_symbol(rows: list[dict]) -> dict[tuple[str, str], list[dict]]:
@@ -166,7 +169,7 @@ def test_two_repos_with_the_same_folder_name_do_not_clash(settings, tmp_path):
     assert first.name == "proj" and second.name.startswith("proj-")
     assert [r["name"] for r in table_rows(settings, first.name, "methods")] == ["alpha"]
     assert [r["name"] for r in table_rows(settings, second.name, "methods")] == ["beta"]
-    db = create_tables.connect(settings)
+    db = connect(settings)
     assert resolve_repo_name(db, a.resolve(), None) == "proj"
 
 
@@ -175,14 +178,14 @@ def test_model_mismatch_is_refused(settings, tmp_path):
     root.mkdir()
     (root / "m.py").write_text("def alpha():\n    return 1\n")
     index_repo(root, settings, progress=False)
-    db = create_tables.connect(settings)
-    info = create_tables.get_repo(db, "repo")
-    create_tables.save_repo(db, create_tables.RepoInfo(**{**info.__dict__, "embedding_model": "openai:other"}))
-    with pytest.raises(create_tables.ModelMismatchError, match="--rebuild"):
+    db = connect(settings)
+    info = registry.get_repo(db, "repo")
+    registry.save_repo(db, RepoInfo(**{**info.__dict__, "embedding_model": "openai:other"}))
+    with pytest.raises(ModelMismatchError, match="--rebuild"):
         index_repo(root, settings, progress=False)
     report = index_repo(root, settings, progress=False, rebuild=True)
     assert report.added == 1
-    assert create_tables.get_repo(db, "repo").embedding_model == LocalEmbedder().model_id == "local:all-MiniLM-L6-v2-int8"
+    assert registry.get_repo(db, "repo").embedding_model == LocalEmbedder().model_id == "local:all-MiniLM-L6-v2-int8"
 
 
 def test_sample_repo_is_untouched_by_indexing():
@@ -190,13 +193,14 @@ def test_sample_repo_is_untouched_by_indexing():
 
 
 def test_large_tables_get_a_vector_index_that_search_uses(settings, sample_copy, monkeypatch):
-    from codeqa.search.retrieval import Retriever, SearchOptions
+    from codeqa.search.retrieval import Retriever
+    from codeqa.search.options import SearchOptions
 
     monkeypatch.setattr(create_tables, "ANN_MIN_ROWS", 50)  # the sample's methods table has ~80 rows
     index_repo(sample_copy, settings, name="ann", progress=False)
-    db = create_tables.connect(settings)
-    info = create_tables.get_repo(db, "ann")
-    methods = create_tables.open_table(db, info, "methods")
+    db = connect(settings)
+    info = registry.get_repo(db, "ann")
+    methods = registry.open_table(db, info, "methods")
     assert any(ix.columns == ["vector"] for ix in methods.list_indices())
     result = Retriever(settings).search("ann", "read products from CSV text",
                                         SearchOptions(k=5, hyde=False, mode="vector"))
@@ -275,26 +279,27 @@ def test_generated_files_are_known_by_their_header_and_empty_files_have_no_row(s
 
 def test_an_index_of_an_older_layout_is_refused_by_search_and_rebuilt_with_a_notice(settings, tmp_path):
     from codeqa.preprocessing import _format_report
-    from codeqa.search.retrieval import Retriever, SearchOptions
+    from codeqa.search.retrieval import Retriever
+    from codeqa.search.options import SearchOptions
 
     root = tmp_path / "old"
     root.mkdir()
     (root / "m.py").write_text("def alpha():\n    return 1\n")
     index_repo(root, settings, progress=False)
-    db = create_tables.connect(settings)
+    db = connect(settings)
     # The registry as the first layout wrote it: no index_version column at all.
-    registry = db.open_table(create_tables.REGISTRY_TABLE).to_arrow().drop_columns(["index_version"])
-    db.drop_table(create_tables.REGISTRY_TABLE)
-    db.create_table(create_tables.REGISTRY_TABLE, data=registry)
-    assert create_tables.get_repo(db, "old").index_version == 1
-    with pytest.raises(create_tables.StaleIndexError, match="re-index"):
+    old_rows = db.open_table(schema.REGISTRY_TABLE).to_arrow().drop_columns(["index_version"])
+    db.drop_table(schema.REGISTRY_TABLE)
+    db.create_table(schema.REGISTRY_TABLE, data=old_rows)
+    assert registry.get_repo(db, "old").index_version == 1
+    with pytest.raises(StaleIndexError, match="re-index"):
         Retriever(settings).search("old", "alpha", SearchOptions(k=3, hyde=False))
 
     report = index_repo(root, settings, progress=False)
     assert report.added == 1 and report.notices == [
-        f"old was indexed by another version of CodeQA (index format 1, now {create_tables.INDEX_VERSION}: new "
+        f"old was indexed by another version of CodeQA (index format 1, now {schema.INDEX_VERSION}: new "
         "embedder or layout); "
         "re-indexing it from scratch."]
     assert _format_report(report).startswith("note: old was indexed by another version")
-    assert create_tables.get_repo(db, "old").index_version == create_tables.INDEX_VERSION
+    assert registry.get_repo(db, "old").index_version == schema.INDEX_VERSION
     assert Retriever(settings).search("old", "alpha", SearchOptions(k=3, hyde=False)).results

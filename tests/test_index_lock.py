@@ -20,10 +20,11 @@ import lancedb
 import pyarrow as pa
 import pytest
 
-from codeqa.indexing import create_tables
-from codeqa.indexing import index_lock
+from codeqa.store import create_tables, lease, registry, schema
+from codeqa.store.connection import connect, open_or_create_table
+from codeqa.store.rows import prepare_row
 from conftest import ROOT, SAMPLE_REPO
-from codeqa.indexing.index_lock import IndexBusyError, RepoLock
+from codeqa.store.lease import IndexBusyError, RepoLock
 from codeqa.core.records import RepoInfo
 
 pytestmark = pytest.mark.integration
@@ -33,28 +34,30 @@ DIM = 4
 
 def run_python(code: str, *args: str) -> subprocess.Popen:
     """A separate Python process running `code` with the project on its path."""
-    return subprocess.Popen([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r})\n{code}", *args],
+    return subprocess.Popen([sys.executable, "-c", f"import sys\n{code}", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def tiny_repo(db_dir: Path) -> RepoInfo:
     """A registered repo with empty tables of 4-d vectors (no embedding model needed)."""
     db = lancedb.connect(str(db_dir))
-    info = RepoInfo(name="tiny", root="/nowhere", prefix=create_tables.new_generation_prefix("tiny"),
+    info = RepoInfo(name="tiny", root="/nowhere", prefix=registry.new_generation_prefix("tiny"),
                     embedding_model="test", embedding_dim=DIM, created_at=0.0, indexed_at=1.0)
-    create_tables.save_repo(db, info)
+    registry.save_repo(db, info)
     create_tables.RepoTables(db, info)
     return info
 
 
 WRITER = """
 import json, time, lancedb
-from codeqa.indexing import create_tables
+from codeqa.store import create_tables, lease, registry, schema
+from codeqa.store.connection import connect, open_or_create_table
+from codeqa.store.rows import prepare_row
 from codeqa.core.records import ManifestEntry, RepoInfo
 db_dir, start = sys.argv[1], float(sys.argv[2])
 db = lancedb.connect(db_dir)
-tables = create_tables.RepoTables(db, create_tables.get_repo(db, "tiny"))
-rows = [create_tables.prepare_row({
+tables = create_tables.RepoTables(db, registry.get_repo(db, "tiny"))
+rows = [prepare_row({
     "id": f"{path}-{i}", "repo": "tiny", "file_path": path, "language": "python", "kind": "function",
     "name": f"f{i}", "qualified_name": f"f{i}", "signature": "", "doc": "", "code": "pass",
     "start_line": i, "end_line": i, "parent": None, "file_hash": "h", "role": "source", "vector": [0.5] * 4})
@@ -79,13 +82,13 @@ def test_concurrent_writers_can_never_duplicate_a_row(tmp_path):
         assert writer.returncode == 0, err
     db = lancedb.connect(str(tmp_path / "db"))
     for kind, key in (("methods", "id"), ("files", "file_path")):
-        keys = create_tables.open_table(db, info, kind).to_arrow()[key].to_pylist()
+        keys = registry.open_table(db, info, kind).to_arrow()[key].to_pylist()
         assert len(keys) == len(set(keys)) and len(keys) == {"methods": 50, "files": 2}[kind]
 
 
 ACQUIRE = """
 import lancedb, time
-from codeqa.indexing.index_lock import IndexBusyError, RepoLock
+from codeqa.store.lease import IndexBusyError, RepoLock
 db_dir, start = sys.argv[1], float(sys.argv[2])
 lock = RepoLock(lancedb.connect(db_dir), "shared", "index")
 while time.time() < start:
@@ -125,33 +128,33 @@ def test_a_lock_left_by_a_killed_process_is_taken_over_at_once(tmp_path):
         RepoLock(db, "shared", "index").acquire(wait=0)
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait()
-    assert index_lock.holder(db, "shared") is None  # the row is still there, but its process is gone
+    assert lease.holder(db, "shared") is None  # the row is still there, but its process is gone
     with RepoLock(db, "shared", "index").held(wait=0):
-        assert index_lock.holder(db, "shared").pid == os.getpid()
+        assert lease.holder(db, "shared").pid == os.getpid()
 
 
 def test_tables_a_killed_first_run_left_half_created_are_created_again(tmp_path):
     """`kill -9` while the first run creates the lock or registry table leaves the table's folder
     with no version: listed, but never openable. The next run must not fail on it."""
-    for table in (index_lock.LOCK_TABLE, create_tables.REGISTRY_TABLE):
+    for table in (schema.LOCK_TABLE, schema.REGISTRY_TABLE):
         (tmp_path / "db" / f"{table}.lance" / "_versions").mkdir(parents=True)
     db = lancedb.connect(str(tmp_path / "db"))
     with pytest.raises(ValueError, match="was not found"):
-        db.open_table(index_lock.LOCK_TABLE)
+        db.open_table(schema.LOCK_TABLE)
     with RepoLock(db, "shared", "index").held(wait=0):
-        assert index_lock.holder(db, "shared").pid == os.getpid()
+        assert lease.holder(db, "shared").pid == os.getpid()
         tiny_repo(tmp_path / "db")
-    assert [repo.name for repo in create_tables.list_repos(db)] == ["tiny"]
+    assert [repo.name for repo in registry.list_repos(db)] == ["tiny"]
 
 
 def plant_lock(db, host: str, heartbeat_age: float, purpose: str = "rebuild") -> None:
     """A lock row as a run on another machine would have written it."""
     now = time.time()
-    table = create_tables.open_or_create_table(db, index_lock.LOCK_TABLE, index_lock.LOCK_SCHEMA)
+    table = open_or_create_table(db, schema.LOCK_TABLE, schema.LOCK_SCHEMA)
     table.add(pa.Table.from_pylist([{
         "name": "shared", "owner": "other-machine", "purpose": purpose, "host": host, "pid": 1,
         "process_started": 0.0, "acquired_at": now - heartbeat_age - 5, "heartbeat_at": now - heartbeat_age,
-        "beat": 7}], schema=index_lock.LOCK_SCHEMA))
+        "beat": 7}], schema=schema.LOCK_SCHEMA))
 
 
 def test_another_machines_lock_holds_until_its_lease_runs_out(tmp_path):
@@ -161,12 +164,12 @@ def test_another_machines_lock_holds_until_its_lease_runs_out(tmp_path):
         RepoLock(db, "shared", "index").acquire(wait=0)
     assert str(busy.value).startswith("shared is being re-indexed by another run (pid 1 on build-2, for 10 s)")
     assert busy.value.exit_code == 75 and busy.value.http_status == 409
-    assert index_lock.holder(db, "shared").host == "build-2"
+    assert lease.holder(db, "shared").host == "build-2"
 
-    create_tables.open_or_create_table(db, index_lock.LOCK_TABLE, index_lock.LOCK_SCHEMA).delete("name = 'shared'")
-    plant_lock(db, "build-2", heartbeat_age=index_lock.LEASE_SECONDS + 1)
+    open_or_create_table(db, schema.LOCK_TABLE, schema.LOCK_SCHEMA).delete("name = 'shared'")
+    plant_lock(db, "build-2", heartbeat_age=lease.LEASE_SECONDS + 1)
     with RepoLock(db, "shared", "index").held(wait=0):
-        assert index_lock.holder(db, "shared").host == socket.gethostname()
+        assert lease.holder(db, "shared").host == socket.gethostname()
 
 
 def test_a_run_whose_lock_was_taken_over_stops(tmp_path):
@@ -174,12 +177,12 @@ def test_a_run_whose_lock_was_taken_over_stops(tmp_path):
     lock = RepoLock(db, "shared", "index", lease=0.4)  # heartbeats every 0.1 s
     lock.acquire()
     lock.check()
-    create_tables.open_or_create_table(db, index_lock.LOCK_TABLE, index_lock.LOCK_SCHEMA).update(where="name = 'shared'", values={"owner": "someone-else"})
+    open_or_create_table(db, schema.LOCK_TABLE, schema.LOCK_SCHEMA).update(where="name = 'shared'", values={"owner": "someone-else"})
     assert lock._lost.wait(timeout=30)
-    with pytest.raises(index_lock.LockLostError, match="took over the index lock of 'shared'"):
+    with pytest.raises(lease.LockLostError, match="took over the index lock of 'shared'"):
         lock.check()
     lock.release()
-    assert index_lock._read(create_tables.open_or_create_table(db, index_lock.LOCK_TABLE, index_lock.LOCK_SCHEMA), "shared").owner == "someone-else"  # not ours to delete
+    assert lease._read(open_or_create_table(db, schema.LOCK_TABLE, schema.LOCK_SCHEMA), "shared").owner == "someone-else"  # not ours to delete
 
 
 # --- Two real index runs at once, through the CLI ------------------------------------------------
@@ -194,9 +197,9 @@ def index_cli(data_dir: Path, repo: Path, *extra: str) -> subprocess.Popen:
 def stored_ids(data_dir: Path) -> dict[str, Counter]:
     from codeqa.core.config import Settings
 
-    db = create_tables.connect(Settings(data_dir=data_dir))
-    info = create_tables.get_repo(db, "shop")
-    return {kind: Counter(create_tables.open_table(db, info, kind).to_arrow()[key].to_pylist())
+    db = connect(Settings(data_dir=data_dir))
+    info = registry.get_repo(db, "shop")
+    return {kind: Counter(registry.open_table(db, info, kind).to_arrow()[key].to_pylist())
             for kind, key in (("methods", "id"), ("classes", "id"), ("files", "file_path"))}
 
 
@@ -244,32 +247,32 @@ def test_an_index_of_an_earlier_layout_is_rebuilt_into_a_keyed_generation(settin
     from codeqa.indexing.indexer import index_repo
 
     index_repo(sample_copy, settings, name="old", progress=False)
-    db = create_tables.connect(settings)
-    info = create_tables.get_repo(db, "old")
-    names = [create_tables.table_name(info, kind) for kind in create_tables.TABLE_KINDS]
+    db = connect(settings)
+    info = registry.get_repo(db, "old")
+    names = [registry.table_name(info, kind) for kind in schema.TABLE_KINDS]
     before = stored_rows(db, info)
-    for name in [*names, create_tables.REGISTRY_TABLE]:  # as an earlier version wrote them: no keys
+    for name in [*names, schema.REGISTRY_TABLE]:  # as an earlier version wrote them: no keys
         data = db.open_table(name).to_arrow()
-        if name == create_tables.REGISTRY_TABLE:
+        if name == schema.REGISTRY_TABLE:
             data = data.drop_columns(["index_version"])
         db.create_table(name, data=data.cast(pa.schema([pa.field(f.name, f.type) for f in data.schema])),
                         mode="overwrite")
-    assert create_tables.get_repo(db, "old").index_version == 1
+    assert registry.get_repo(db, "old").index_version == 1
 
     report = index_repo(sample_copy, settings, name="old", progress=False)
-    rebuilt = create_tables.get_repo(db, "old")
-    assert rebuilt.prefix != info.prefix and rebuilt.index_version == create_tables.INDEX_VERSION
+    rebuilt = registry.get_repo(db, "old")
+    assert rebuilt.prefix != info.prefix and rebuilt.index_version == schema.INDEX_VERSION
     assert any("re-indexing it from scratch" in notice for notice in report.notices)
     for kind, key in (("methods", "id"), ("classes", "id"), ("modules", "id"), ("files", "file_path")):
-        assert create_tables.has_primary_key(create_tables.open_table(db, rebuilt, kind), key)
-    assert create_tables.has_primary_key(db.open_table(create_tables.REGISTRY_TABLE), "name")
+        assert schema.has_primary_key(registry.open_table(db, rebuilt, kind).schema, key)
+    assert schema.has_primary_key(db.open_table(schema.REGISTRY_TABLE).schema, "name")
     assert stored_rows(db, rebuilt) == before
-    assert create_tables.repo_table_names(db, "old").isdisjoint(names)
+    assert registry.repo_table_names(db, "old").isdisjoint(names)
 
 
 def stored_rows(db, info: RepoInfo) -> dict[str, list]:
-    return {kind: sorted(create_tables.open_table(db, info, kind).to_arrow().drop_columns(["vector"]).to_pylist()
-                         if kind != "files" else create_tables.open_table(db, info, kind).to_arrow()
+    return {kind: sorted(registry.open_table(db, info, kind).to_arrow().drop_columns(["vector"]).to_pylist()
+                         if kind != "files" else registry.open_table(db, info, kind).to_arrow()
                          .drop_columns(["mtime_ns"]).to_pylist(),
                          key=lambda row: row.get("id") or row["file_path"])
-            for kind in create_tables.TABLE_KINDS}
+            for kind in schema.TABLE_KINDS}

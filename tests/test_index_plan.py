@@ -9,7 +9,7 @@ import pytest
 
 from codeqa.indexing.index_plan import RACY_NS, plan_index, recorded_mtime
 from codeqa.core.records import ManifestEntry
-from codeqa.indexing.repo_files import FoundFile, SourceFile
+from codeqa.parsing.repo_files import FoundFile, SourceFile
 
 pytestmark = pytest.mark.unit
 

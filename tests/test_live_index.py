@@ -19,7 +19,7 @@ import pytest
 
 from conftest import ROOT, SAMPLE_REPO, settings_for
 from mcp_client import NO_LLM, mcp_session
-from codeqa.indexing.repo_files import ChangeFilter
+from codeqa.parsing.repo_files import ChangeFilter
 
 BULK_FILES = 500
 DEADLINE = 600  # seconds a wait may take on a busy 2-core box before the test fails

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from codeqa.indexing import create_tables
-from codeqa.indexing import index_lock
+from codeqa.store import lease, registry, schema
+from codeqa.store.connection import connect
 from codeqa.app import close_app, create_app
 from conftest import ROOT, settings_for
 from codeqa.indexing.indexer import index_repo
@@ -70,14 +70,14 @@ def names(response) -> set[str]:
 
 def test_rebuild_while_serving_answers_throughout_and_then_uses_the_new_tables(live):
     client, settings, repo = live
-    db = create_tables.connect(settings)
-    before = create_tables.get_repo(db, "shop")
+    db = connect(settings)
+    before = registry.get_repo(db, "shop")
     assert "rebuilt_inventory_marker" not in names(search(client, "rebuilt inventory marker"))
     (repo / "shop" / "marker.py").write_text(MARKER)
 
     rebuild = cli(settings.data_dir, "index", str(repo), "--name", "shop", "--rebuild", "--no-progress")
-    freeze_when(rebuild, lambda: create_tables.repo_table_names(db, "shop") - {
-        create_tables.table_name(before, kind) for kind in create_tables.TABLE_KINDS}, "it created new tables")
+    freeze_when(rebuild, lambda: registry.repo_table_names(db, "shop") - {
+        registry.table_name(before, kind) for kind in schema.TABLE_KINDS}, "it created new tables")
     try:
         during = search(client, "rebuilt inventory marker")
         assert during.status_code == 200
@@ -86,10 +86,10 @@ def test_rebuild_while_serving_answers_throughout_and_then_uses_the_new_tables(l
     finally:
         resume(rebuild)
 
-    after = create_tables.get_repo(db, "shop")
+    after = registry.get_repo(db, "shop")
     assert after.prefix != before.prefix and after.indexed_at > before.indexed_at
-    assert create_tables.repo_table_names(db, "shop") == {create_tables.table_name(after, kind)
-                                                          for kind in create_tables.TABLE_KINDS}
+    assert registry.repo_table_names(db, "shop") == {registry.table_name(after, kind)
+                                                          for kind in schema.TABLE_KINDS}
     response = search(client, "rebuilt inventory marker")  # same app, no restart
     assert "rebuilt_inventory_marker" in names(response)
     assert not response.get_json()["notices"]
@@ -97,7 +97,7 @@ def test_rebuild_while_serving_answers_throughout_and_then_uses_the_new_tables(l
 
 def test_remove_and_index_again_while_serving(live):
     client, settings, repo = live
-    db = create_tables.connect(settings)
+    db = connect(settings)
     removed = cli(settings.data_dir, "remove", "shop")
     assert removed.wait(timeout=600) == 0
     gone = search(client, "cart total")
@@ -105,7 +105,7 @@ def test_remove_and_index_again_while_serving(live):
 
     (repo / "shop" / "marker.py").write_text(MARKER)
     again = cli(settings.data_dir, "index", str(repo), "--name", "shop", "--no-progress")
-    freeze_when(again, lambda: create_tables.find_repo(db, "shop") is not None, "it registered the repo")
+    freeze_when(again, lambda: registry.find_repo(db, "shop") is not None, "it registered the repo")
     try:
         during = search(client, "cart total")
         assert during.status_code == 503
@@ -114,16 +114,16 @@ def test_remove_and_index_again_while_serving(live):
         assert str(settings.data_dir) not in message and str(repo) not in message
     finally:
         resume(again)
-    assert index_lock.holder(db, "shop") is None
+    assert lease.holder(db, "shop") is None
     assert "rebuilt_inventory_marker" in names(search(client, "rebuilt inventory marker"))
 
 
 def test_a_first_run_that_was_killed_is_named_as_such(live, tmp_path):
     client, settings, repo = live
-    db = create_tables.connect(settings)
-    create_tables.remove_repo(db, "shop")
+    db = connect(settings)
+    registry.remove_repo(db, "shop")
     run = cli(settings.data_dir, "index", str(repo), "--name", "shop", "--no-progress")
-    freeze_when(run, lambda: create_tables.find_repo(db, "shop") is not None, "it registered the repo")
+    freeze_when(run, lambda: registry.find_repo(db, "shop") is not None, "it registered the repo")
     os.kill(run.pid, signal.SIGKILL)
     run.wait()
     response = search(client, "cart total")

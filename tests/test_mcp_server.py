@@ -13,7 +13,7 @@ from conftest import ROOT
 from mcp_client import mcp_session
 from codeqa.mcp_server import CodeTools
 from codeqa.core.records import RepoInfo
-from codeqa.search.retrieval import SEARCH_LANGUAGES
+from codeqa.search.options import SEARCH_LANGUAGES
 
 TOOLS = {"search_code", "find_symbol", "find_references", "read_code", "list_repos"}
 

@@ -75,7 +75,7 @@ def team(s3, tmp_path_factory):
 
 
 def test_the_index_lives_in_the_bucket_and_is_searchable(s3, team):
-    from codeqa.search.retrieval import SearchOptions
+    from codeqa.search.options import SearchOptions
     from codeqa.services import Services
 
     settings, _ = team
@@ -142,8 +142,8 @@ def test_a_second_machine_indexing_nothing_new_changes_nothing(s3, team, tmp_pat
 def test_a_run_on_another_machine_waits_for_the_lock_kept_in_the_bucket(s3, team, tmp_path):
     """The lease lives in the bucket, so it holds across machines: while this process holds it,
     an index run from another machine (process, data dir) stops with exit 75 and names us."""
-    from codeqa.indexing.create_tables import connect
-    from codeqa.indexing.index_lock import RepoLock, holder
+    from codeqa.store.connection import connect
+    from codeqa.store.lease import RepoLock, holder
 
     settings, repo = team
     db = connect(settings)
@@ -161,7 +161,8 @@ def test_a_run_on_another_machine_waits_for_the_lock_kept_in_the_bucket(s3, team
 
 
 def test_remove_deletes_the_repos_tables_from_the_bucket(s3, team):
-    from codeqa.indexing.create_tables import connect, get_repo, remove_repo
+    from codeqa.store.connection import connect
+    from codeqa.store.registry import get_repo, remove_repo
 
     settings, _ = team
     db = connect(settings)

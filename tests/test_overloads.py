@@ -117,7 +117,7 @@ def retriever(overloads_index):
 
 
 def search(retriever, query: str, k: int = 10) -> list:
-    from codeqa.search.retrieval import SearchOptions
+    from codeqa.search.options import SearchOptions
 
     return retriever.search("overloads", query, SearchOptions(k=k, hyde=False, rerank=False)).results
 
@@ -160,10 +160,12 @@ def test_a_declaration_with_no_implementation_stays_marked(retriever):
 @pytest.mark.integration
 def test_definition_command_returns_one_row_per_overload_set(overloads_index):
     from codeqa.chat.resolver import CommandResolver
-    from codeqa.indexing import create_tables
+    from codeqa.store.index import Index
+    from codeqa.store import registry
+    from codeqa.store.connection import connect
 
-    resolver = CommandResolver(create_tables.connect(overloads_index))
-    repo = create_tables.get_repo(resolver.db, "overloads")
+    resolver = CommandResolver(Index.connect(overloads_index))
+    repo = resolver.index.repo("overloads")
     for query, qualified_name, path, signatures in CASES:
         rows = resolver.definitions(repo, query)
         assert [(r["qualified_name"], r["file_path"], len(r["signatures"])) for r in rows] == [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import packed_lines
-from codeqa.search.packing import GAP, BODY, Definition, FileText, Source, Span, estimate_tokens, numbered_sources, pack
+from codeqa.chat.packing import GAP, BODY, Definition, FileText, Source, Span, estimate_tokens, numbered_sources, pack
 
 pytestmark = pytest.mark.unit
 

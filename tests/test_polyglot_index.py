@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from codeqa.indexing import create_tables
+from codeqa.store import registry
+from codeqa.store.connection import connect
 from codeqa.indexing.indexer import index_repo
-from codeqa.search.retrieval import Retriever, SearchOptions
+from codeqa.search.retrieval import Retriever
+from codeqa.search.options import SearchOptions
 from conftest import ROOT, settings_for
 
 pytestmark = pytest.mark.integration
@@ -65,8 +67,8 @@ def test_every_file_is_indexed_in_its_language(polyglot) -> None:
             "dart", "objc", "julia", "ocaml", "yaml", "toml", "json", "sql", "dockerfile", "makefile", "hcl",
             "protobuf", "graphql", "html", "css", "ini", "matlab", "python", "other"} == set(report.files_by_language)
     assert "1 files indexed as text (no grammar for them): .nim (1)" in report.notices
-    db = create_tables.connect(settings)
-    files = create_tables.open_table(db, create_tables.get_repo(db, "polyglot"), "modules").to_arrow()
+    db = connect(settings)
+    files = registry.open_table(db, registry.get_repo(db, "polyglot"), "modules").to_arrow()
     assert set(QUESTIONS) <= {row["file_path"] for row in files.to_pylist() if row["kind"] == "file"}
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from codeqa.core.records import FileParse
 from codeqa.indexing.indexer import file_rows
-from codeqa.indexing.repo_files import walk_repo
+from codeqa.parsing.repo_files import walk_repo
 from codeqa.parsing.languages import LANGUAGES
 from codeqa.parsing.references import resolve_references
 from codeqa.parsing.treesitter import ParsedFile, parse_source

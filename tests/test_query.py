@@ -6,8 +6,15 @@ import pytest
 
 from codeqa.search import retrieval
 from codeqa.parsing.languages import file_role
-from codeqa.indexing.create_tables import code_tokens, identifier_parts, path_tokens, table_prefix
-from codeqa.search.retrieval import EMBED_QUERY_CHARS, MAX_KEYWORDS, TEST_FILE_WEIGHT, Hit, SearchOptions, parse_query
+from codeqa.parsing.tokens import code_tokens, identifier_parts, path_tokens
+from codeqa.store.registry import table_prefix
+from codeqa.search import exact
+from codeqa.search.fusion import RRF_K, fuse_hybrid, fuse_ranked
+from codeqa.search.pool import rank_pool
+from codeqa.search.query import EMBED_QUERY_CHARS, MAX_KEYWORDS, parse_query, split_report, with_question
+from codeqa.search.pool import TEST_FILE_WEIGHT
+from codeqa.search.results import Hit
+from codeqa.search.options import SearchOptions
 
 pytestmark = pytest.mark.unit
 
@@ -69,15 +76,15 @@ def test_code_tokens_meet_in_the_middle() -> None:
 
 def test_test_files_rank_lower_unless_the_question_is_about_tests() -> None:
     hits = [hit("tests/test_cart.py", 1.0), hit("src/testing/helpers.py", 0.95), hit("shop/cart.py", 0.9)]
-    ranked = retrieval._rank([hit(h.file_path, h.score) for h in hits], about_tests=False)
+    ranked = rank_pool([hit(h.file_path, h.score) for h in hits], about_tests=False)
     assert [h.file_path for h in ranked] == ["shop/cart.py", "tests/test_cart.py", "src/testing/helpers.py"]
     assert ranked[1].score == pytest.approx(TEST_FILE_WEIGHT)
-    kept = retrieval._rank([hit(h.file_path, h.score) for h in hits], about_tests=True)
+    kept = rank_pool([hit(h.file_path, h.score) for h in hits], about_tests=True)
     assert [h.score for h in kept] == [1.0, 0.95, 0.9]
 
 
 def test_ranking_reads_the_role_stored_with_the_row_not_the_path() -> None:
-    ranked = retrieval._rank([hit("src/cart.py", 1.0, role="test"), hit("tests/cart.py", 0.9, role="source")],
+    ranked = rank_pool([hit("src/cart.py", 1.0, role="test"), hit("tests/cart.py", 0.9, role="source")],
                              about_tests=False)
     assert [(h.file_path, h.score) for h in ranked] == [("tests/cart.py", 0.9),
                                                          ("src/cart.py", pytest.approx(TEST_FILE_WEIGHT))]
@@ -85,7 +92,7 @@ def test_ranking_reads_the_role_stored_with_the_row_not_the_path() -> None:
 
 def test_generated_questions_keep_the_questions_own_names() -> None:
     question = parse_query("why is `Cart.total` wrong in shop/models.py")
-    merged = retrieval._with_question(parse_query("def total(self): return sum(line_total())"), question)
+    merged = with_question(parse_query("def total(self): return sum(line_total())"), question)
     assert merged.symbols == question.symbols and merged.files == question.files
     assert merged.keywords.split()[:len(question.keywords.split())] == question.keywords.split()
     assert question.semantic in merged.semantic
@@ -97,19 +104,19 @@ def test_generated_questions_keep_the_questions_own_names() -> None:
     ("Cart.remove", False), ("Cart", False), ("ad", False),
 ])
 def test_exact_names(name: str, matches: bool) -> None:
-    assert retrieval._row_names({"qualified_name": "Cart.add", "name": "add"}, name) is matches
+    assert exact.row_names({"qualified_name": "Cart.add", "name": "add"}, name) is matches
 
 
 def test_file_mentions_match_whole_path_segments() -> None:
     target = hit("web/js/cart.js", 1.0, name="add", qualified_name="Cart.add")
-    assert retrieval._names(target, "cart.js") and retrieval._names(target, "web/js/cart.js")
-    assert not retrieval._names(target, "t.js")
+    assert exact.names(target, "cart.js") and exact.names(target, "web/js/cart.js")
+    assert not exact.names(target, "t.js")
 
 
 def test_filters_are_quoted_and_escaped() -> None:
-    where = retrieval._where(SearchOptions(language="Python", path_prefix="./it's_100%/"))
-    assert where == "language = 'python' AND file_path LIKE 'it''s\\_100\\%/%'"
-    assert retrieval._where(SearchOptions()) is None
+    where = SearchOptions(language="Python", path_prefix="./it's_100%/").scope().where()
+    assert where == "(language = 'python') AND (file_path LIKE 'it''s\\_100\\%/%')"
+    assert SearchOptions().scope().where() is None
 
 
 def test_pool_is_at_least_twice_k() -> None:
@@ -147,13 +154,13 @@ def test_a_query_that_is_exactly_one_name(query: str, whole: str, symbols: tuple
 
 
 def test_a_file_is_named_by_its_path_its_tail_or_its_stem() -> None:
-    assert retrieval._names_file("web/view.js", "view") and retrieval._names_file("web/view.js", "view.js")
-    assert retrieval._names_file("web/view.js", "web/view.js")
-    assert not retrieval._names_file("web/view.test.js", "view") and not retrieval._names_file("web/review.js", "view")
+    assert exact.names_file("web/view.js", "view") and exact.names_file("web/view.js", "view.js")
+    assert exact.names_file("web/view.js", "web/view.js")
+    assert not exact.names_file("web/view.test.js", "view") and not exact.names_file("web/review.js", "view")
 
 
 def test_what_the_whole_query_names_goes_first_with_its_file() -> None:
-    from codeqa.search.ranking import FileHit
+    from codeqa.search.results import FileHit
     docs = hit("docs/colors.py", 0.9, name="show_colors")
     demo_test = hit("tests/test_colors.py", 0.5, name="colordemo", role="test")
     demo = hit("examples/colors/colors.py", 0.1, name="colordemo")
@@ -161,15 +168,16 @@ def test_what_the_whole_query_names_goes_first_with_its_file() -> None:
         found.exact = True
     files = [FileHit(h.file_path, score, h.role, "python", [h]) for h, score in
              ((docs, 2.0), (demo_test, 0.5), (demo, -1.0))]
-    hits, ordered = retrieval._whole_name_first(parse_query("colordemo"), [docs, demo_test, demo], files)
+    hits, ordered = exact.whole_name_first(parse_query("colordemo"), [docs, demo_test, demo], files)
     assert [h.file_path for h in hits] == ["examples/colors/colors.py", "tests/test_colors.py", "docs/colors.py"]
     assert [f.path for f in ordered] == ["examples/colors/colors.py", "tests/test_colors.py", "docs/colors.py"]
-    unchanged = retrieval._whole_name_first(parse_query("how are colors shown"), [docs, demo_test, demo], files)
+    unchanged = exact.whole_name_first(parse_query("how are colors shown"), [docs, demo_test, demo], files)
     assert unchanged == ([docs, demo_test, demo], files)
 
 
 def test_scores_shown_never_rise_down_a_list() -> None:
-    from codeqa.search.ranking import FileHit, file_probability
+    from codeqa.search.ranking import file_probability
+    from codeqa.search.results import FileHit
     a, b, c, d = (hit(f"{name}.py", 0.0, name=name) for name in "abcd")
     files = [FileHit("a.py", 1.0, "source", "python", []), FileHit("b.py", -2.0, "source", "python", []),
              FileHit("c.py", 3.0, "source", "python", [])]
@@ -196,7 +204,7 @@ def test_a_file_row_gives_its_place_to_a_definition_of_its_own_file() -> None:
         found.kind, found.table = kind, {"file": "modules", "module": "modules"}.get(kind, "methods")
         return found
 
-    ranked = retrieval._rank([row("a.py", 0.9, "file", "a.py"), row("b.py", 0.8, "function", "g"),
+    ranked = rank_pool([row("a.py", 0.9, "file", "a.py"), row("b.py", 0.8, "function", "g"),
                               row("b.py", 0.75, "file", "b.py"), row("a.py", 0.7, "function", "f"),
                               row("c.js", 0.6, "file", "c.js"), row("c.js", 0.5, "module", "c.js")],
                              about_tests=False)
@@ -227,7 +235,7 @@ It worked in 2.18.
 
 
 def test_a_report_is_read_as_prose_a_code_block_and_its_error_lines() -> None:
-    prose, pieces = retrieval.split_report(REPORT)
+    prose, pieces = split_report(REPORT)
     assert prose == "Session.send fails with proxies\n\nIt worked in 2.18."
     assert pieces[0] == 's = requests.Session()\ns.get(url, proxies={"https": "http://p:3128"})'
     assert pieces[1].splitlines() == [
@@ -239,30 +247,30 @@ def test_a_report_is_read_as_prose_a_code_block_and_its_error_lines() -> None:
 
 
 def test_a_plain_question_has_no_pieces_and_an_error_alone_stays_the_query() -> None:
-    assert retrieval.split_report("how does the cart compute its total?") == ("how does the cart compute its total?", ())
-    prose, pieces = retrieval.split_report("ValueError: invalid literal for int() with base 10")
+    assert split_report("how does the cart compute its total?") == ("how does the cart compute its total?", ())
+    prose, pieces = split_report("ValueError: invalid literal for int() with base 10")
     assert prose == "ValueError: invalid literal for int() with base 10" and pieces == (prose,)
 
 
 def test_fused_rankings_reward_rows_several_pieces_agree_on() -> None:
     main = [{"id": "a"}, {"id": "b"}, {"id": "c"}]
     piece = [{"id": "c"}, {"id": "d"}]
-    fused = retrieval.fuse_ranked([main, piece])
+    fused = fuse_ranked([main, piece])
     assert [row["id"] for row in fused] == ["c", "a", "b", "d"]
-    assert fused[0]["_score_value"] == pytest.approx(1 / (retrieval.RRF_K + 3) + 1 / (retrieval.RRF_K + 1))
+    assert fused[0]["_score_value"] == pytest.approx(1 / (RRF_K + 3) + 1 / (RRF_K + 1))
 
 
 def test_a_row_without_a_vector_yet_stands_in_its_text_rank_for_the_vector_rank() -> None:
     vectors = [{"id": "v1"}, {"id": "v2"}, {"id": "both"}]
     texts = [{"id": "new", "_no_vector": True}, {"id": "both", "_no_vector": False}, {"id": "t3", "_no_vector": False}]
-    fused = retrieval.fuse_hybrid(vectors, texts)
+    fused = fuse_hybrid(vectors, texts)
     # `new` (text rank 1, no vector) counts 1/(K+1) twice; `both` 1/(K+3) + 1/(K+2); `v1` once.
     assert [row["id"] for row in fused] == ["new", "both", "v1", "v2", "t3"]
-    assert fused[0]["_score_value"] == pytest.approx(2 / (retrieval.RRF_K + 1))
+    assert fused[0]["_score_value"] == pytest.approx(2 / (RRF_K + 1))
     # A text-only row that has a vector (it just didn't make the vector list) is not lifted.
-    assert next(r for r in fused if r["id"] == "t3")["_score_value"] == pytest.approx(1 / (retrieval.RRF_K + 3))
+    assert next(r for r in fused if r["id"] == "t3")["_score_value"] == pytest.approx(1 / (RRF_K + 3))
     # With every row embedded, the fusion is LanceDB's plain RRF.
-    plain = retrieval.fuse_hybrid([{"id": "a"}], [{"id": "b", "_no_vector": False}, {"id": "a", "_no_vector": False}])
+    plain = fuse_hybrid([{"id": "a"}], [{"id": "b", "_no_vector": False}, {"id": "a", "_no_vector": False}])
     assert [row["id"] for row in plain] == ["a", "b"]
 
 

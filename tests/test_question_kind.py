@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from codeqa.search.question_kind import question_kind
-from codeqa.search.retrieval import parse_query
+from codeqa.search.query import parse_query
 
 pytestmark = pytest.mark.unit
 

@@ -17,7 +17,9 @@ def test_references_and_find_references_keep_name_matches_apart(tmp_path) -> Non
     from conftest import settings_for
     from codeqa.chat.chat_commands import parse_message
     from codeqa.chat.resolver import CommandResolver
-    from codeqa.indexing import create_tables
+    from codeqa.store.index import Index
+    from codeqa.store import registry
+    from codeqa.store.connection import connect
     from codeqa.indexing.indexer import index_repo
     from codeqa.mcp_server import CodeTools
     from codeqa.services import Services
@@ -28,8 +30,8 @@ def test_references_and_find_references_keep_name_matches_apart(tmp_path) -> Non
         (root / path).write_text(source)
     settings = settings_for(tmp_path / "data")
     index_repo(root, settings, name="click", progress=False)
-    db = create_tables.connect(settings)
-    lookup = CommandResolver(db).lookup(create_tables.get_repo(db, "click"))
+    db = connect(settings)
+    lookup = CommandResolver(Index(db)).lookup(registry.get_repo(db, "click"))
 
     (found,) = lookup.resolve(parse_message("@references Context.invoke").lookups)
     sites = [(s["file_path"], s["start_line"], s["source"]) for s in found.sources]

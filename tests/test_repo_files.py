@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from codeqa.indexing.repo_files import RepoPathError, hash_bytes, walk_repo
+from codeqa.parsing.repo_files import RepoPathError, hash_bytes, walk_repo
 
 pytestmark = pytest.mark.unit
 

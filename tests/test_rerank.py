@@ -19,7 +19,7 @@ from codeqa.search.rerank import (
     rerank_candidates,
     rerank_definitions,
 )
-from codeqa.search.ranking import Definition, FileHit
+from codeqa.search.results import Definition, FileHit
 
 QUERY = "Cart total ignores the discount code when the cart has more than one item"
 DOCS = [
@@ -130,7 +130,7 @@ def _file(path: str, names: list[str], shown: int) -> FileHit:
 
 
 def _hit(path: str, name: str, line: int):
-    from codeqa.search.retrieval import Hit
+    from codeqa.search.results import Hit
 
     return Hit(f"{path}:{name}", "methods", "function", name, name, path, line, line + 1, "python", "", "", "",
                None, [], 0, 0.0)

@@ -10,13 +10,17 @@ import time
 
 import pytest
 
-from codeqa.indexing import create_tables
+from codeqa.store import registry, schema
+from codeqa.store.errors import UnknownRepoError
 from codeqa.llm import client as llm
 from codeqa.search import ranking
 from codeqa.search import retrieval
 from conftest import ROOT, http_server
-from codeqa.search.retrieval import (MAX_QUERY_CHARS, QueryError, Retriever, SearchOptions, _where, check_options,
-                                     parse_query)
+from codeqa.search.query import MAX_QUERY_CHARS, QueryError, parse_query
+from codeqa.search.retrieval import Retriever
+from codeqa.search.fusion import RRF_K, fuse_hybrid
+from codeqa.store.reader import EVERYWHERE
+from codeqa.search.options import SearchOptions, check_options
 from codeqa.core.errors import InvalidArgument
 
 pytestmark = pytest.mark.integration
@@ -160,8 +164,8 @@ def test_the_best_files_show_their_best_weighed_definitions_read_whole(retriever
     question = "how is an order CSV turned into products?"
     result = longest_first.search("sample", question, SearchOptions(k=2, pool=1, hyde=False, rerank=False))
     top = result.files[0]
-    repo = create_tables.get_repo(retriever.db, "sample")
-    rows = [row for kind in create_tables.ROW_TABLES for row in create_tables.open_table(retriever.db, repo, kind)
+    repo = registry.get_repo(retriever.index.db, "sample")
+    rows = [row for kind in schema.ROW_TABLES for row in registry.open_table(retriever.index.db, repo, kind)
             .search().where(f"file_path = '{top.path}' AND kind NOT IN ('doc', 'file')").limit(None).to_list()]
     assert {d.hit.id for d in top.definitions} == {row["id"] for row in rows}
     longest = max(rows, key=lambda row: (row["end_line"] - row["start_line"], -row["start_line"]))
@@ -231,22 +235,25 @@ def test_modes_and_pool(retriever):
     assert SearchOptions(k=10, pool=5).pool_size() == 20 and SearchOptions(k=10).pool_size() == 30
 
 
-@pytest.mark.parametrize("kind", create_tables.ROW_TABLES)
+@pytest.mark.parametrize("kind", schema.ROW_TABLES)
 def test_hybrid_fusion_ranks_as_lancedbs_own_hybrid_query(retriever, kind):
     """CodeQA fuses each table's BM25 and vector rankings itself (so BM25 can run while the query
     is embedded); with every row embedded the ranking is LanceDB's hybrid RRF query's."""
     from lancedb.query import MultiMatchQuery
     from lancedb.rerankers import RRFReranker
 
-    repo = create_tables.get_repo(retriever.db, "sample")
-    table = retriever._table(repo, kind)
+    reader = retriever.index.reader(retriever.index.repo("sample"))
+    table = reader.table(kind)
     query = parse_query("cart total price of the products in an order")
     vector = retriever.embedder.embed([query.semantic])[0]
-    text = MultiMatchQuery(query.keywords, list(create_tables.FTS_COLUMNS), boosts=retrieval.FTS_BOOSTS)
-    ours = retrieval.fuse_hybrid(retriever._vector_rows(table, vector, None, 8),
-                                 retriever._text_rows(table, text, None, 8))[:8]
+    text = MultiMatchQuery(query.keywords, list(schema.FTS_COLUMNS), boosts=retrieval.FTS_BOOSTS)
+    by_vector = reader.vector_search(kind, vector, EVERYWHERE, retrieval.SELECT, 8, retrieval.ANN_EF)
+    by_text = reader.text_search(kind, query.keywords, EVERYWHERE, retrieval.SELECT, 8, retrieval.FTS_BOOSTS)
+    for row in by_vector:
+        row["_score_value"] = 1.0 - row["_distance"]
+    ours = fuse_hybrid(by_vector, by_text)[:8]
     theirs = (table.search(query_type="hybrid").vector(vector).text(text).distance_type("cosine")
-              .rerank(RRFReranker(K=retrieval.RRF_K)).select(["id"]).limit(8).to_list())
+              .rerank(RRFReranker(K=RRF_K)).select(["id"]).limit(8).to_list())
     assert len(ours) >= 3
     assert [row["id"] for row in ours] == [row["id"] for row in theirs]
     assert [row["_score_value"] for row in ours] == pytest.approx([row["_relevance_score"] for row in theirs])
@@ -287,7 +294,7 @@ def test_bad_queries_and_unknown_repo(retriever):
         retriever.search("sample", "   ")
     with pytest.raises(QueryError, match="limit"):
         retriever.search("sample", "x" * (MAX_QUERY_CHARS + 1))
-    with pytest.raises(create_tables.UnknownRepoError, match="nope"):
+    with pytest.raises(UnknownRepoError, match="nope"):
         retriever.search("nope", "cart")
 
 
@@ -367,5 +374,5 @@ def test_a_path_filter_outside_the_repo_is_refused_by_the_search_itself(prefix):
 
 
 def test_a_dot_folder_filter_keeps_its_dot():
-    assert _where(SearchOptions(path_prefix=".github/")) == "file_path LIKE '.github/%'"
-    assert _where(SearchOptions(path_prefix="././src/")) == "file_path LIKE 'src/%'"
+    assert SearchOptions(path_prefix=".github/").scope().where() == "(file_path LIKE '.github/%')"
+    assert SearchOptions(path_prefix="././src/").scope().where() == "(file_path LIKE 'src/%')"

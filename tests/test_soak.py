@@ -4,14 +4,9 @@ a 500 or go unanswered."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
-from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "bench"))
-from soak_bench import soak  # noqa: E402
+from bench.soak_bench import soak
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,8 @@ import pytest
 from conftest import ROOT, index_fixture
 import dataclasses
 
-from codeqa.search.retrieval import Retriever, SearchOptions
+from codeqa.search.retrieval import Retriever
+from codeqa.search.options import SearchOptions
 
 pytestmark = pytest.mark.integration
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codeqa.search.symbol_index import SymbolEntry, SymbolIndex
+from codeqa.chat.symbol_index import SymbolEntry, SymbolIndex
 
 pytestmark = pytest.mark.unit
 

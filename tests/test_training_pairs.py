@@ -13,10 +13,9 @@ from training.sources import (EXCLUDED, ExcludedRepository, check_allowed, eval_
 
 pytestmark = pytest.mark.unit
 
-import sys  # noqa: E402
+import sys
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
-from realistic.items import GoldFile, GoldSymbol, Item  # noqa: E402
+from eval.realistic.items import GoldFile, GoldSymbol, Item
 
 
 def _item(query: str, symbols: int) -> Item:
@@ -103,9 +102,9 @@ def test_batches_never_hold_two_positives_of_one_query_and_lose_none() -> None:
 def test_definition_texts_are_what_the_index_embeds_for_each_definition() -> None:
     """The matcher trains on the rows' own embedding text (path, kind and name, signature,
     code), keyed by qualified name and start line as the pairs name them."""
-    from codeqa.indexing.create_tables import embedding_text
+    from codeqa.store.rows import embedding_text
     from codeqa.indexing.indexer import file_rows
-    from codeqa.indexing.repo_files import SourceFile
+    from codeqa.parsing.repo_files import SourceFile
     from training.train_embedder import definition_texts
 
     source = "import os\n\ndef parse(x):\n    return x\n\nclass Cart:\n    def total(self):\n        return 0\n"

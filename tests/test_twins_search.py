@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from conftest import ROOT, index_fixture
-from codeqa.search.retrieval import Retriever, SearchOptions
+from codeqa.search.retrieval import Retriever
+from codeqa.search.options import SearchOptions
 
 pytestmark = pytest.mark.integration
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from codeqa.indexing.create_tables import embedding_batches, embedding_text
+from codeqa.indexing.vectors import embedding_batches
+from codeqa.store.rows import embedding_text
 from codeqa.core.records import RepoInfo, RepoStats
 
 pytestmark = pytest.mark.unit

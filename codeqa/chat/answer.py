@@ -9,7 +9,7 @@ Events are (name, data) pairs that the web app sends as Server-Sent Events:
     error    {"message", "code"}
     done     {"timings_ms", "prompt_tokens", "max_tokens"}
 
-The model reads its sources numbered (`[n] path:start-end  Name`, see search/packing.py) and
+The model reads its sources numbered (`[n] path:start-end  Name`, see chat/packing.py) and
 cites them as `[n]`; the answer's text streams with each marker written out as the source's
 `[path:start-end]`, which the UI links to the viewer. Earlier turns go to the model only for a
 follow-up (`refers_back`).
@@ -22,17 +22,18 @@ import queue
 import re
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Iterator
 
-from codeqa.llm import prompts
 from codeqa.chat.chat_commands import ParsedMessage, parse_message
 from codeqa.chat.chat_store import ChatStore, ChatStoreUnavailable, StoredContext
 from codeqa.chat.context import AssembledContext, ContextBuilder
+from codeqa.chat.packing import Source, estimate_tokens, numbered_sources
 from codeqa.core.errors import CodeQAError, LLMUnavailable
+from codeqa.llm import prompts
 from codeqa.llm.client import Decoding, LLMClient
-from codeqa.search.packing import Source, estimate_tokens, numbered_sources
-from codeqa.search.retrieval import QueryError, SearchOptions
+from codeqa.search.options import SearchOptions
+from codeqa.search.query import QueryError
 
 log = logging.getLogger("codeqa.answer")
 
@@ -49,15 +50,24 @@ class ChatBudget:
     k: int = 8
 
     @classmethod
-    def from_settings(cls, settings, **overrides) -> "ChatBudget":
+    def from_settings(cls, settings, **overrides) -> ChatBudget:
         """The settings' budgets; the embedded small model reads fewer sources in a smaller
         context (CODEQA_LOCAL_CONTEXT_TOKENS): on the Flask questions, 4 sources in 1,000 tokens
         held a gold file as often as 8 in 1,800, at 55% of the tokens (docs/answers.md)."""
         embedded = not settings.llm_base_url and settings.local_llm
-        context = {"context_tokens": settings.local_context_tokens, "k": SMALL_MODEL_SOURCES} if embedded else {
-            "context_tokens": settings.context_tokens}
-        return cls(**{**context, "history_tokens": settings.history_tokens, "answer_tokens": settings.answer_tokens,
-                      **overrides})
+        context = (
+            {"context_tokens": settings.local_context_tokens, "k": SMALL_MODEL_SOURCES}
+            if embedded
+            else {"context_tokens": settings.context_tokens}
+        )
+        return cls(
+            **{
+                **context,
+                "history_tokens": settings.history_tokens,
+                "answer_tokens": settings.answer_tokens,
+                **overrides,
+            }
+        )
 
 
 SMALL_MODEL_SOURCES = 4  # search hits the embedded model reads (a configured endpoint's model: 8)
@@ -101,8 +111,11 @@ def history_window(history: list[dict], budget_tokens: int) -> list[dict]:
 # --- Follow-ups: when earlier turns go to the model ------------------------------------------
 
 # A message that opens like this continues the conversation ("and what does it return?").
-_CONTINUES = re.compile(r"^\W*(?:and|but|so|also|then|or|what about|how about|what else|same|ok|okay|"
-                        r"can you|could you|show me|now)\b", re.IGNORECASE)
+_CONTINUES = re.compile(
+    r"^\W*(?:and|but|so|also|then|or|what about|how about|what else|same|ok|okay|"
+    r"can you|could you|show me|now)\b",
+    re.IGNORECASE,
+)
 # Words that point back at something said before; `this`/`that` only as a pronoun or before a
 # noun of the conversation, so "the function that parses" does not count.
 _POINTS_BACK = re.compile(
@@ -110,7 +123,8 @@ _POINTS_BACK = re.compile(
     r"above|previous|earlier|again|instead|more detail|elaborate)\b"
     r"|\b(?:this|that)(?=\s*(?:[?.!,]|$)|\s+(?:one|function|method|class|file|code|part|line|call|value|"
     r"variable|error|case|example|snippet|answer|step|check))",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 # A name in code: dotted (`app.run`), snake_case, camelCase / CamelCase, or called (`run()`).
 _SYMBOL = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|\b\w+_\w+\b|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z0-9]+[A-Z]\w*|\b\w+\(\)")
 SHORT_FOLLOW_UP_WORDS = 3  # "why?", "an example?", "show the test": too short to stand alone
@@ -129,18 +143,25 @@ def refers_back(parsed: ParsedMessage, history: list[dict]) -> bool:
     symbols = [symbol.rstrip("()") for symbol in _SYMBOL.findall(question)]
     if any(symbol not in said for symbol in symbols):
         return False
-    return bool(symbols or _CONTINUES.search(question) or _POINTS_BACK.search(question)
-                or len(question.split()) <= SHORT_FOLLOW_UP_WORDS)
+    return bool(
+        symbols
+        or _CONTINUES.search(question)
+        or _POINTS_BACK.search(question)
+        or len(question.split()) <= SHORT_FOLLOW_UP_WORDS
+    )
 
 
 # --- Answer length: max_tokens sized to the question -------------------------------------------
 
 # Questions whose answer is a place or a name; those that ask for a walk-through, a list or code.
-_SHORT_ANSWER = re.compile(r"^\W*(?:where|which|who|is there|are there|does|do|can|what file|what is the name)\b",
-                           re.IGNORECASE)
-_LONG_ANSWER = re.compile(r"\b(?:summari[sz]e|walk (?:me )?through|step by step|list (?:all|every)|every|all the|"
-                          r"write|implement|refactor|rewrite|example|tests? for|document|compare|differences?)\b",
-                          re.IGNORECASE)
+_SHORT_ANSWER = re.compile(
+    r"^\W*(?:where|which|who|is there|are there|does|do|can|what file|what is the name)\b", re.IGNORECASE
+)
+_LONG_ANSWER = re.compile(
+    r"\b(?:summari[sz]e|walk (?:me )?through|step by step|list (?:all|every)|every|all the|"
+    r"write|implement|refactor|rewrite|example|tests? for|document|compare|differences?)\b",
+    re.IGNORECASE,
+)
 SHORT_ANSWER_TOKENS = 256
 ANSWER_TOKENS = 384
 
@@ -204,7 +225,7 @@ class Citations:
         return "".join(out)
 
     def _expand(self, match: re.Match[str], piece: str) -> str:
-        before = piece[:match.start()] or self.last
+        before = piece[: match.start()] or self.last
         if not match.group(1) and _CODE_BEFORE.search(before):
             return match.group()
         numbers = [int(n) for n in re.findall(r"\d+", match.group(2))]
@@ -265,7 +286,7 @@ class LoopGuard:
         self.text += delta
         looping = False
         while (end := self.text.find("\n", self.line_start)) >= 0:
-            line = " ".join(self.text[self.line_start:end].split())
+            line = " ".join(self.text[self.line_start : end].split())
             self.line_start = end + 1
             if len(line) >= LOOP_LINE_CHARS:
                 self.lines[line] = self.lines.get(line, 0) + 1
@@ -275,7 +296,7 @@ class LoopGuard:
         for index in range(len(self.words), len(complete)):
             self.words.append(complete[index])
             if index + 1 >= LOOP_WORDS:
-                run = tuple(self.words[index + 1 - LOOP_WORDS:index + 1])
+                run = tuple(self.words[index + 1 - LOOP_WORDS : index + 1])
                 self.runs[run] = self.runs.get(run, 0) + 1
                 looping |= self.runs[run] >= LOOP_REPEATS
         return looping or self._repeating_tail()
@@ -300,9 +321,12 @@ class ChatService:
         """The turn's events, always ending with `done` (after an `error` if it failed)."""
         try:
             yield from self._run(turn)
-        except Exception:  # noqa: BLE001 - a bug must still end the stream readably
+        except Exception:
             log.exception("chat turn failed")
-            yield "error", {"code": "internal", "message": "The answer failed unexpectedly: the server log has the details."}
+            yield (
+                "error",
+                {"code": "internal", "message": "The answer failed unexpectedly: the server log has the details."},
+            )
             yield "done", {"timings_ms": {}}
 
     def _run(self, turn: ChatTurn) -> Iterator[Event]:
@@ -318,8 +342,10 @@ class ChatService:
             context = None if fresh else self.store.load_context(turn.user, turn.repo)
         except ChatStoreUnavailable as exc:  # the search and the answer go ahead without it
             store_down = True
-            yield "notice", {"code": exc.code, "message": f"{exc} This answer goes ahead without the "
-                                                          "conversation so far."}
+            yield (
+                "notice",
+                {"code": exc.code, "message": f"{exc} This answer goes ahead without the conversation so far."},
+            )
         for problem in parsed.problems:
             yield "notice", {"code": "command", "message": problem}
 
@@ -336,15 +362,25 @@ class ChatService:
         elif context:
             yield "sources", {"results": context.sources, "commands": [], "reused": True, "context": {}}
         elif not store_down:
-            yield "notice", {"code": "no_context", "message": (
-                "No code has been brought into this conversation yet: start your message with "
-                f"@codebase to search {turn.repo}, or name code with @definition, @references, "
-                "@file or @symbols-at.")}
+            yield (
+                "notice",
+                {
+                    "code": "no_context",
+                    "message": (
+                        "No code has been brought into this conversation yet: start your message with "
+                        f"@codebase to search {turn.repo}, or name code with @definition, @references, "
+                        "@file or @symbols-at."
+                    ),
+                },
+            )
 
         reply = Reply()
         yield from self._answer(turn, parsed, context, history, reply, timings)
-        answer = {"role": "assistant", "content": "".join(reply.parts),
-                  "sources": context.sources if context else None}
+        answer: dict[str, object] = {
+            "role": "assistant",
+            "content": "".join(reply.parts),
+            "sources": context.sources if context else None,
+        }
         if reply.notices:
             answer["notices"] = reply.notices  # shown again with the answer when the history is read
         if not reply.complete:
@@ -352,8 +388,13 @@ class ChatService:
         try:
             self.store.append(turn.user, turn.repo, {"role": "user", "content": turn.message}, answer)
         except ChatStoreUnavailable as exc:
-            yield "notice", {"code": exc.code, "message": "This answer was not saved." if store_down
-                             else f"This answer was not saved: {exc}"}
+            yield (
+                "notice",
+                {
+                    "code": exc.code,
+                    "message": "This answer was not saved." if store_down else f"This answer was not saved: {exc}",
+                },
+            )
         timings["total"] = (time.perf_counter() - started) * 1000
         yield "done", {"timings_ms": {k: round(v, 1) for k, v in timings.items()}, **reply.usage}
 
@@ -364,21 +405,36 @@ class ChatService:
         options = SearchOptions(k=self.budget.k, hyde=turn.hyde, rerank=rerank)
 
         def progress(stage: str, state: str, ms: float | None, detail: str) -> None:
-            events.put(("status", {"stage": stage, "state": state,
-                                   "ms": round(ms, 1) if ms is not None else None, "detail": detail}))
+            events.put(
+                (
+                    "status",
+                    {"stage": stage, "state": state, "ms": round(ms, 1) if ms is not None else None, "detail": detail},
+                )
+            )
 
         def work() -> None:
             try:
-                events.put(("_result", self.contexts.build(turn.repo, parsed, options, self.budget.context_tokens,
-                                                           progress=progress)))
+                events.put(
+                    (
+                        "_result",
+                        self.contexts.build(turn.repo, parsed, options, self.budget.context_tokens, progress=progress),
+                    )
+                )
             except QueryError as exc:
                 events.put(("error", {"code": "empty_question", "message": exc.message}))
             except CodeQAError as exc:
                 events.put(("error", {"code": "search_failed", "message": exc.message}))
-            except Exception:  # noqa: BLE001 - a failed search must end the stream readably
+            except Exception:
                 log.exception("search for a chat turn failed")
-                events.put(("error", {"code": "search_failed",
-                                      "message": "Search failed unexpectedly: the server log has the details."}))
+                events.put(
+                    (
+                        "error",
+                        {
+                            "code": "search_failed",
+                            "message": "Search failed unexpectedly: the server log has the details.",
+                        },
+                    )
+                )
 
         threading.Thread(target=work, name="codeqa-context", daemon=True).start()
         while True:
@@ -399,8 +455,9 @@ class ChatService:
             yield "notice", {"code": "pipeline", "message": notice}
         sources = assembled.sources()
         commands = [{k: v for k, v in r.to_json().items() if k != "results"} for r in assembled.resolutions]
-        stored = StoredContext(query=parsed.question or turn.message, text=assembled.text, sources=sources,
-                               created_at=time.time())
+        stored = StoredContext(
+            query=parsed.question or turn.message, text=assembled.text, sources=sources, created_at=time.time()
+        )
         yield "sources", {"results": sources, "commands": commands, "reused": False, "context": assembled.summary()}
         try:
             self.store.save_context(turn.user, turn.repo, stored)
@@ -408,8 +465,15 @@ class ChatService:
             yield "notice", {"code": exc.code, "message": f"The context was not saved for follow-ups: {exc}"}
         yield "_context", {"context": stored, "timings": assembled.search.timings_ms if assembled.search else {}}
 
-    def _answer(self, turn: ChatTurn, parsed: ParsedMessage, context: StoredContext | None, history: list[dict],
-                reply: Reply, timings: dict[str, float]) -> Iterator[Event]:
+    def _answer(
+        self,
+        turn: ChatTurn,
+        parsed: ParsedMessage,
+        context: StoredContext | None,
+        history: list[dict],
+        reply: Reply,
+        timings: dict[str, float],
+    ) -> Iterator[Event]:
         """Stream the LLM's answer into `reply`, its citations written out, and say what is wrong
         with it: cut at max_tokens, stopped in a loop, or citing no source."""
         sources = numbered_sources(context.text) if context else {}
@@ -455,8 +519,9 @@ class ChatService:
         yield "status", {"stage": "answer", "state": "done", "ms": round(timings["answer"], 1), "detail": ""}
 
     @staticmethod
-    def _verdicts(looping: bool, finish_reason: str | None, limit: int, reply: Reply,
-                  sources: dict[int, Source]) -> list[tuple[str, str]]:
+    def _verdicts(
+        looping: bool, finish_reason: str | None, limit: int, reply: Reply, sources: dict[int, Source]
+    ) -> list[tuple[str, str]]:
         """The notices an answer earns: the user sees what is wrong with it, nothing is patched."""
         found = []
         if looping:
@@ -464,6 +529,5 @@ class ChatService:
         elif finish_reason == "length":
             found.append(("cut", f"Answer cut at {limit} tokens: ask for the rest, or a narrower question."))
         if sources and not cited_files("".join(reply.parts), sources):
-            found.append(("uncited", "This answer cites no source: check it against the sources before "
-                                     "relying on it."))
+            found.append(("uncited", "This answer cites no source: check it against the sources before relying on it."))
         return found

@@ -36,8 +36,10 @@ PATH_COMMANDS = frozenset({"file", "symbols-at"})
 _AT_WORD = re.compile(r"(?<![\w@.])@([A-Za-z][\w-]*)")
 # A command's argument: a quoted one (any characters but its quote and a newline, then maybe a
 # line range), or a bare word.
-_ARGUMENT = re.compile(r"""[ \t]+(?:(?P<quote>["'`])(?P<quoted>(?:(?!(?P=quote))[^\n])+)(?P=quote)"""
-                       r"""(?P<lines>:\d+(?:-\d+)?)?|(?P<bare>\S+))""")
+_ARGUMENT = re.compile(
+    r"""[ \t]+(?:(?P<quote>["'`])(?P<quoted>(?:(?!(?P=quote))[^\n])+)(?P=quote)"""
+    r"""(?P<lines>:\d+(?:-\d+)?)?|(?P<bare>\S+))"""
+)
 _OPENING = "('\"`"  # taken off the front of a bare argument: `(@file a.py)`, a stray quote
 _TRAILING = ".,;!?)]}'\"`"  # taken off its end: sentence punctuation, closing brackets and quotes
 _LOCATION = re.compile(r"^(?P<path>.+?)(?::(?P<start>\d+)(?:-(?P<end>\d+))?)?$")
@@ -108,7 +110,7 @@ def parse_location(text: str, needs_line: bool = False) -> Location:
         raise CommandError(f"'{text}' is not a path.")
     start = int(match["start"]) if match["start"] else None
     end = int(match["end"]) if match["end"] else start
-    if start is not None and (start < 1 or end < start):
+    if start is not None and end is not None and (start < 1 or end < start):
         raise CommandError(f"'{text}': lines count from 1 and a range runs forwards (PATH:L1-L2).")
     if needs_line and start is None:
         raise CommandError(f"'{text}' needs a line: PATH:LINE.")
@@ -161,14 +163,13 @@ def parse_message(text: str) -> ParsedMessage:
             if found and argument and not argument.startswith("@"):
                 end = found.end()
             else:
-                problems.append(f"@{name} needs {'a name' if name in SYMBOL_COMMANDS else 'a path'}: "
-                                f"{usage(name)}.")
+                problems.append(f"@{name} needs {'a name' if name in SYMBOL_COMMANDS else 'a path'}: {usage(name)}.")
                 cuts.append((match.start(), end))
                 continue
         command = Command(name, argument)
         if name in PATH_COMMANDS:
             try:
-                command.location
+                _ = command.location  # reading the location checks it
             except CommandError as exc:
                 problems.append(f"{command.label}: {exc} Write {usage(name)}.")
                 cuts.append((match.start(), end))
@@ -184,6 +185,7 @@ def parse_message(text: str) -> ParsedMessage:
 
 
 # --- Autocomplete ----------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class CompletionTarget:
@@ -222,5 +224,4 @@ def complete_commands(prefix: str) -> list[dict]:
     """Commands whose name starts with (or, failing that, contains) the typed prefix."""
     prefix = prefix.lower()
     names = [n for n in COMMANDS if n.startswith(prefix)] or [n for n in COMMANDS if prefix in n]
-    return [{"value": f"@{n} ", "label": usage(n),
-             "detail": COMMANDS[n][1], "kind": "command"} for n in names]
+    return [{"value": f"@{n} ", "label": usage(n), "detail": COMMANDS[n][1], "kind": "command"} for n in names]

@@ -67,9 +67,16 @@ def _disk_problem(reply: str) -> str:
 class ChatStore:
     """History and context in a Redis given as a client, or in the embedded one (`embedded`)."""
 
-    def __init__(self, client: redis.Redis | None = None, *, embedded: EmbeddedRedis | None = None,
-                 prefix: str = DEFAULT_PREFIX, ttl_seconds: int = 7 * 24 * 3600,
-                 max_messages: int = 200, description: str = "Redis") -> None:
+    def __init__(
+        self,
+        client: redis.Redis | None = None,
+        *,
+        embedded: EmbeddedRedis | None = None,
+        prefix: str = DEFAULT_PREFIX,
+        ttl_seconds: int = 7 * 24 * 3600,
+        max_messages: int = 200,
+        description: str = "Redis",
+    ) -> None:
         self._client = client
         self._embedded = embedded
         self.prefix = prefix
@@ -79,10 +86,11 @@ class ChatStore:
         self._quiet_until = 0.0  # time.monotonic() before which calls fail at once (after a timeout)
 
     @classmethod
-    def connect(cls, redis_url: str, data_dir: Path, **kwargs) -> "ChatStore":
+    def connect(cls, redis_url: str, data_dir: Path, **kwargs) -> ChatStore:
         if redis_url:
-            client = redis.Redis.from_url(redis_url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT,
-                                          health_check_interval=30)
+            client = redis.Redis.from_url(
+                redis_url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT, health_check_interval=30
+            )
             return cls(client, description=f"Redis at {_redact(redis_url)}", **kwargs)
         embedded = EmbeddedRedis(data_dir, socket_timeout=REDIS_TIMEOUT)
         embedded.client()  # start it now: a server that can't start is reported at start-up
@@ -97,27 +105,30 @@ class ChatStore:
             raise self._stalled()
         try:
             if self._embedded is not None:
-                return self._embedded_call(action)
+                return self._embedded_call(action, self._embedded)
+            assert self._client is not None  # a store has a client or an embedded server
             return self._attempt(action, self._client)
         except EmbeddedRedisBusy as exc:
             raise ChatStoreUnavailable(exc.message) from exc
         except _CONNECTION_ERRORS as exc:
             raise ChatStoreUnavailable(
                 f"{self.description} is unavailable ({exc.__class__.__name__}): the conversation "
-                "can't be loaded or saved until it is reachable again.") from exc
+                "can't be loaded or saved until it is reachable again."
+            ) from exc
 
-    def _embedded_call(self, action):
+    def _embedded_call(self, action, embedded: EmbeddedRedis):
         """`action` on the embedded server; one that died is started again and the action retried."""
         try:
-            return self._attempt(action, self._embedded.client())
+            return self._attempt(action, embedded.client())
         except (EmbeddedRedisError, *_CONNECTION_ERRORS) as exc:
             log.warning("the embedded Redis failed (%s); starting it again", exc)
         try:
-            return self._attempt(action, self._embedded.recover())
+            return self._attempt(action, embedded.recover())
         except (EmbeddedRedisError, *_CONNECTION_ERRORS) as exc:
             raise ChatStoreUnavailable(
                 f"The embedded Redis stopped and could not be started again ({one_line(exc, 160)}): the "
-                "conversation can't be loaded or saved; the server log has the details.") from exc
+                "conversation can't be loaded or saved; the server log has the details."
+            ) from exc
 
     def _attempt(self, action, client: redis.Redis):
         """`action(client)`, with the failures that no restart mends said as they are: a timeout
@@ -132,12 +143,16 @@ class ChatStore:
             if "MISCONF " not in str(exc):  # a pipeline's error starts "Command # 1 (RPUSH ...) of pipeline"
                 raise
             log.warning("%s refuses writes: %s", self.description, exc)
-            raise ChatStoreUnavailable(f"{self.description} can't write to its disk ({_disk_problem(str(exc))}): "
-                                       "the conversation is not saved until it can.") from exc
+            raise ChatStoreUnavailable(
+                f"{self.description} can't write to its disk ({_disk_problem(str(exc))}): "
+                "the conversation is not saved until it can."
+            ) from exc
 
     def _stalled(self) -> ChatStoreUnavailable:
-        return ChatStoreUnavailable(f"{self.description} did not answer within {REDIS_TIMEOUT:g} s: the "
-                                    "conversation can't be loaded or saved until it answers again.")
+        return ChatStoreUnavailable(
+            f"{self.description} did not answer within {REDIS_TIMEOUT:g} s: the "
+            "conversation can't be loaded or saved until it answers again."
+        )
 
     def ping(self) -> tuple[bool, str]:
         try:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from codeqa.indexing import create_tables
 from codeqa.chat.chat_commands import ParsedMessage, parse_message
-from codeqa.search.packing import FileText, Packed, Span, pack
+from codeqa.chat.packing import FileText, Packed, Span, pack
 from codeqa.chat.resolver import COMMAND_RANK, CommandResolver, Resolution
-from codeqa.search.retrieval import Progress, QueryError, Retriever, SearchOptions, SearchResult, parse_query
+from codeqa.search.options import SearchOptions
+from codeqa.search.query import QueryError, parse_query
+from codeqa.search.results import SearchResult
+from codeqa.search.retrieval import Progress, Retriever
 
 CODEBASE_LABEL = "@codebase"
 MATCHED_PER_HIT = 5  # lines of a search hit that name what the question names
@@ -52,20 +54,30 @@ class AssembledContext:
         return {**counts, "tokens": self.packed.tokens, "budget": self.packed.budget}
 
     def to_json(self) -> dict:
-        return {"question": self.message.question, "problems": list(self.message.problems),
-                "commands": [r.to_json() for r in self.resolutions],
-                "search": self.search.to_json() if self.search else None,
-                "notices": self.notices,
-                "context": {"text": self.text, **self.summary(), "complete": self.packed.complete,
-                            "files": [{"path": f.path, "labels": f.labels, "lines_shown": len(f.shown),
-                                       "lines_held": f.eligible} for f in self.packed.files if f.shown]}}
+        return {
+            "question": self.message.question,
+            "problems": list(self.message.problems),
+            "commands": [r.to_json() for r in self.resolutions],
+            "search": self.search.to_json() if self.search else None,
+            "notices": self.notices,
+            "context": {
+                "text": self.text,
+                **self.summary(),
+                "complete": self.packed.complete,
+                "files": [
+                    {"path": f.path, "labels": f.labels, "lines_shown": len(f.shown), "lines_held": f.eligible}
+                    for f in self.packed.files
+                    if f.shown
+                ],
+            },
+        }
 
 
 def _question_lines(text: FileText, start: int, end: int, names: tuple[str, ...]) -> frozenset[int]:
     """Lines of a hit that use a name the question names (the lines that matched)."""
     if not names:
         return frozenset()
-    pattern = re.compile(r"\b(?:%s)\b" % "|".join(re.escape(n.rsplit(".", 1)[-1]) for n in names))
+    pattern = re.compile(r"\b(?:{})\b".format("|".join(re.escape(n.rsplit(".", 1)[-1]) for n in names)))
     found = [n for n in range(max(1, start), min(end, len(text.lines)) + 1) if pattern.search(text.lines[n - 1])]
     return frozenset(found[:MATCHED_PER_HIT])
 
@@ -77,13 +89,19 @@ class ContextBuilder:
         self.retriever = retriever
         self.resolver = resolver
 
-    def build(self, repo_name: str, message: str | ParsedMessage, options: SearchOptions, budget_tokens: int,
-              progress: Progress | None = None) -> AssembledContext:
+    def build(
+        self,
+        repo_name: str,
+        message: str | ParsedMessage,
+        options: SearchOptions,
+        budget_tokens: int,
+        progress: Progress | None = None,
+    ) -> AssembledContext:
         """Resolve the commands, search when @codebase asks for it, pack it all to the budget.
 
         Raises QueryError for an @codebase message with nothing to search for."""
         parsed = message if isinstance(message, ParsedMessage) else parse_message(message)
-        repo = create_tables.get_repo(self.resolver.db, repo_name)
+        repo = self.resolver.index.repo(repo_name)
         lookup = self.resolver.lookup(repo)
         resolutions = lookup.resolve(parsed.lookups)
         notices = list(parsed.problems) + [r.problem for r in resolutions if r.problem]
@@ -99,13 +117,23 @@ class ContextBuilder:
             names = parse_query(query).symbols
             base = len(parsed.lookups) * COMMAND_RANK
             for number, hit in enumerate(search.results):
-                row = {"file_path": hit.file_path, "start_line": hit.start_line, "end_line": hit.end_line,
-                       "qualified_name": hit.qualified_name}
+                row = {
+                    "file_path": hit.file_path,
+                    "start_line": hit.start_line,
+                    "end_line": hit.end_line,
+                    "qualified_name": hit.qualified_name,
+                }
                 found = lookup.definition_spans(row, CODEBASE_LABEL, base + number)
                 if found:
                     matched = _question_lines(lookup.files[hit.file_path], hit.start_line, hit.end_line, names)
-                    found[0] = Span(found[0].path, found[0].start, found[0].end, found[0].label, found[0].rank,
-                                    found[0].matched | matched)
+                    found[0] = Span(
+                        found[0].path,
+                        found[0].start,
+                        found[0].end,
+                        found[0].label,
+                        found[0].rank,
+                        found[0].matched | matched,
+                    )
                 spans += found
         packed = pack(spans, lookup.files, budget_tokens, notes)
         return AssembledContext(parsed, resolutions, search, packed, notices)

@@ -27,9 +27,9 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import psutil
 import redis
@@ -102,8 +102,10 @@ class EmbeddedRedis:
         """Hold the right to (re)start the server: waits at most one socket timeout for a start
         under way in another thread, then raises `EmbeddedRedisBusy`."""
         if not self._lock.acquire(timeout=self.socket_timeout):
-            raise EmbeddedRedisBusy("The embedded Redis is being started again: the conversation can't be "
-                                    "loaded or saved just now; try again in a moment.")
+            raise EmbeddedRedisBusy(
+                "The embedded Redis is being started again: the conversation can't be "
+                "loaded or saved just now; try again in a moment."
+            )
         try:
             yield
         finally:
@@ -147,17 +149,33 @@ class EmbeddedRedis:
         migrate = not aof.exists() and legacy_rdb.exists()
         config = Path(self._socket_dir) / "redis.conf"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text("\n".join([
-            "port 0", f"unixsocket {socket_path}", "unixsocketperm 700", "daemonize no",
-            f'dir "{self.dir}"', "dbfilename chat.rdb", 'save ""',
-            f"appendonly {'no' if migrate else 'yes'}", "appendfsync everysec",
-            f'logfile "{self.log_path}"', ""]))
+        config.write_text(
+            "\n".join(
+                [
+                    "port 0",
+                    f"unixsocket {socket_path}",
+                    "unixsocketperm 700",
+                    "daemonize no",
+                    f'dir "{self.dir}"',
+                    "dbfilename chat.rdb",
+                    'save ""',
+                    f"appendonly {'no' if migrate else 'yes'}",
+                    "appendfsync everysec",
+                    f'logfile "{self.log_path}"',
+                    "",
+                ]
+            )
+        )
         read_end, self._pipe = os.pipe()
         try:
             self._proc = subprocess.Popen(
-                ["sh", "-c", WATCHDOG, "sh", str(config)], stdin=read_end, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, start_new_session=True,  # Ctrl-C in a terminal is the app's
-                env={**os.environ, "PATH": f"{_binary().parent}{os.pathsep}{os.environ.get('PATH', '')}"})
+                ["sh", "-c", WATCHDOG, "sh", str(config)],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # Ctrl-C in a terminal is the app's
+                env={**os.environ, "PATH": f"{_binary().parent}{os.pathsep}{os.environ.get('PATH', '')}"},
+            )
         finally:
             os.close(read_end)
         client = redis.Redis(unix_socket_path=socket_path, socket_timeout=self.socket_timeout)

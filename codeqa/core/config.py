@@ -1,19 +1,26 @@
-"""Settings shared by the indexer CLI, the search CLI and the web app.
+"""Settings shared by the indexer, the search CLI, the web app and the MCP server.
 
-Everything comes from the environment, optionally seeded from a `.env` file in the
-working directory, so one place documents every knob (see README, "Configuration").
+Every setting is declared once, as a field of `Settings` with its environment variable, its
+default and its help (`setting(...)`). From that one list come `Settings.from_env` (the
+environment, optionally seeded from a `.env` file in the working directory), `codeqa config`
+(what each setting is now) and the README's configuration table (`settings_table`; a test keeps
+the two equal).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 from dotenv import load_dotenv
 
 from codeqa.core.errors import ConfigError
+
+Parse = Callable[[str, str], Any]  # (variable name, its text) → the value, or ConfigError
 
 
 def usable_cores() -> int:
@@ -21,164 +28,322 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _env(name: str, default: str = "") -> str:
-    value = os.environ.get(name, "")
-    return value.strip() if value.strip() else default
+# --- How a variable's text becomes a value --------------------------------------------------------
 
 
-def _env_int(name: str, default: int) -> int:
-    raw = _env(name)
-    if not raw:
-        return default
-    try:
-        return int(raw)
-    except ValueError as exc:
-        raise ConfigError(f"{name} must be an integer, got {raw!r}") from exc
+def text(name: str, raw: str) -> str:
+    return raw
 
 
-def _env_niceness(name: str, default: int) -> int:
-    value = _env_int(name, default)
-    if not 0 <= value <= 19:
-        raise ConfigError(f"{name} must be a POSIX nice increment from 0 to 19, got {value}")
-    return value
+def lowercase(name: str, raw: str) -> str:
+    return raw.lower()
 
 
-def _env_float(name: str, default: float) -> float:
-    raw = _env(name)
-    if not raw:
-        return default
+def path(name: str, raw: str) -> Path:
+    return Path(raw).expanduser()
+
+
+def integer(low: int | None = None, high: int | None = None, what: str = "an integer") -> Parse:
+    def parse(name: str, raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{name} must be {what}, got {raw!r}") from exc
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise ConfigError(f"{name} must be {what}, got {value}")
+        return value
+
+    return parse
+
+
+def number(name: str, raw: str) -> float:
     try:
         return float(raw)
     except ValueError as exc:
         raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
 
 
-def _env_bool(name: str, default: bool) -> bool:
-    raw = _env(name).lower()
-    if not raw:
-        return default
-    return raw in {"1", "true", "yes", "on"}
+def flag(name: str, raw: str) -> bool:
+    return raw.lower() in {"1", "true", "yes", "on"}
+
+
+def choice(choices: tuple[str, ...]) -> Parse:
+    def parse(name: str, raw: str) -> str:
+        value = raw.lower()
+        if value not in choices:
+            raise ConfigError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+        return value
+
+    return parse
+
+
+def names(name: str, raw: str) -> tuple[str, ...]:
+    """A comma-separated list, its items lowercased (host names and origins)."""
+    return tuple(item.strip().lower() for item in raw.split(",") if item.strip())
+
+
+def origins(name: str, raw: str) -> tuple[str, ...]:
+    """Web origins as a browser sends them in `Origin`: `scheme://host[:port]`, nothing after."""
+    found = names(name, raw)
+    for origin in found:
+        if not re.fullmatch(r"https?://[^/\s]+", origin):
+            raise ConfigError(
+                f"{name} takes origins like https://codeqa.example.com (scheme, host and an "
+                f"optional port, no path), got {origin!r}"
+            )
+    return found
 
 
 # The file models: "auto" picks one of the shipped ones (codeqa/search/models/) by the question's
 # kind (search/question_kind.py), "reports" and "structure" name one.
 FILE_MODELS = ("auto", "reports", "structure")
-
-
-def _env_file_model(name: str) -> str:
-    value = _env(name, "auto").strip() or "auto"
-    if value.lower() in FILE_MODELS:
-        return value.lower()
-    if not Path(value).expanduser().is_file():
-        raise ConfigError(f"{name} must be {' or '.join(FILE_MODELS)}, or the path of a model file; "
-                          f"{value!r} is neither")
-    return str(Path(value).expanduser())
-
-
 # Platforms a search can prefer among platform twins (search/twins.py knows their folder words).
 PLATFORMS = ("linux", "darwin", "freebsd", "windows", "android", "ios", "wasm")
 
 
-def _env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
-    value = _env(name, default).strip().lower() or default
-    if value not in choices:
-        raise ConfigError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
-    return value
+def file_model(name: str, raw: str) -> str:
+    if raw.lower() in FILE_MODELS:
+        return raw.lower()
+    if not Path(raw).expanduser().is_file():
+        raise ConfigError(f"{name} must be {' or '.join(FILE_MODELS)}, or the path of a model file; {raw!r} is neither")
+    return str(Path(raw).expanduser())
 
 
-def _env_list(name: str) -> tuple[str, ...]:
-    """A comma-separated setting as its non-empty items, lowercased (host names and origins)."""
-    return tuple(item.strip().lower() for item in _env(name).split(",") if item.strip())
+def setting(
+    env: str,
+    default: Any,
+    help: str,
+    parse: Parse = text,
+    *,
+    shown: str | None = None,
+    fallback: str = "",
+    factory: Callable[[], Any] | None = None,
+    secret: bool = False,
+) -> Any:
+    """A field of `Settings`: read from `env` by `parse` (else from the variable `fallback` names,
+    else `default`, or `factory()`); `shown` is how docs write a computed default."""
+    metadata = {"env": env, "help": help, "parse": parse, "shown": shown, "fallback": fallback, "secret": secret}
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
-def _env_origins(name: str) -> tuple[str, ...]:
-    """Web origins as a browser sends them in `Origin`: `scheme://host[:port]`, nothing after."""
-    origins = _env_list(name)
-    for origin in origins:
-        if not re.fullmatch(r"https?://[^/\s]+", origin):
-            raise ConfigError(f"{name} takes origins like https://codeqa.example.com (scheme, host and an "
-                              f"optional port, no path), got {origin!r}")
-    return origins
-
-
-def default_data_dir() -> Path:
-    """`~/.codeqa` unless CODEQA_DATA_DIR says otherwise."""
-    return Path(_env("CODEQA_DATA_DIR", str(Path.home() / ".codeqa"))).expanduser()
+def _default_data_dir() -> Path:
+    return Path.home() / ".codeqa"
 
 
 @dataclass(frozen=True)
 class Settings:
     """One immutable bag of configuration; build it with `Settings.from_env()`."""
 
-    data_dir: Path = field(default_factory=default_data_dir)
-    lancedb_uri: str = ""  # defaults to <data_dir>/lancedb; may be s3://, gs://, az://
-    max_file_bytes: int = 1_000_000
-    write_batch: int = 200  # files per atomic write: bounds memory and the work a crash can lose
+    data_dir: Path = setting(
+        "CODEQA_DATA_DIR",
+        None,
+        "where the index, the embedded model file, Redis data and the session secret live",
+        path,
+        factory=_default_data_dir,
+        shown="~/.codeqa",
+    )
+    lancedb_uri: str = setting(
+        "CODEQA_LANCEDB_URI",
+        "",
+        "LanceDB location; may be `s3://bucket/path`, `gs://`, `az://`",
+        shown="$CODEQA_DATA_DIR/lancedb",
+    )
+    max_file_bytes: int = setting("CODEQA_MAX_FILE_BYTES", 1_000_000, "larger files are skipped", integer(1))
+    write_batch: int = setting(
+        "CODEQA_WRITE_BATCH",
+        200,
+        "files per atomic write (bounds memory and what a crash can lose)",
+        integer(1, what="a whole number of files, at least 1"),
+    )
 
-    # Embeddings: "local" (all-MiniLM-L6-v2 shipped in a PyPI wheel) or "openai" (any
-    # OpenAI-compatible /v1/embeddings endpoint).
-    embedding_provider: str = "local"
-    embedding_model: str = "all-MiniLM-L6-v2"
-    embedding_base_url: str = ""
-    embedding_api_key: str = ""
-    embedding_batch_size: int = 32
-    embedding_device: str = "auto"  # local model: "auto" (a CUDA GPU when torch sees one), "cpu", "cuda"
-    embedding_max_tokens: int = 128  # local model: tokens read per text (its max_seq_length); see README
+    # Embeddings: the local model shipped in wheels, or any OpenAI-compatible /v1/embeddings endpoint.
+    embedding_provider: str = setting(
+        "CODEQA_EMBEDDING_PROVIDER",
+        "local",
+        "`local` or `openai` (any OpenAI-compatible `/v1/embeddings`)",
+        choice(("local", "openai")),
+    )
+    embedding_model: str = setting(
+        "CODEQA_EMBEDDING_MODEL",
+        "all-MiniLM-L6-v2",
+        "local provider: a shipped model by name, or the path of an ONNX export of your own (a file, or a "
+        "folder holding `model.onnx`, as `training/export_onnx.py` writes); openai provider: e.g. "
+        "`text-embedding-3-large`, or an Ollama model name",
+    )
+    embedding_base_url: str = setting(
+        "CODEQA_EMBEDDING_BASE_URL", "", "e.g. `http://localhost:11434/v1` for Ollama", shown="OpenAI"
+    )
+    embedding_api_key: str = setting(
+        "CODEQA_EMBEDDING_API_KEY",
+        "",
+        "the embedding endpoint's bearer token",
+        fallback="OPENAI_API_KEY",
+        shown="$OPENAI_API_KEY",
+        secret=True,
+    )
+    embedding_batch_size: int = setting("CODEQA_EMBEDDING_BATCH_SIZE", 32, "texts per embedding call", integer(1))
+    embedding_device: str = setting(
+        "CODEQA_EMBEDDING_DEVICE",
+        "auto",
+        "local model: `auto` (CUDA when onnxruntime-gpu is installed, else the CPU), `cpu` or `cuda`",
+        choice(("auto", "cpu", "cuda")),
+    )
+    embedding_max_tokens: int = setting(
+        "CODEQA_EMBEDDING_MAX_TOKENS",
+        128,
+        "local model: tokens it reads of each text, rows and queries alike (1–512)",
+        integer(),
+    )
 
-    # Chat/HyDE LLM: any OpenAI-compatible endpoint; empty base URL = embedded llama.cpp.
-    llm_base_url: str = ""
-    llm_api_key: str = ""
-    hyde_model: str = ""
-    chat_model: str = ""
-    llm_timeout: float = 120.0
-    local_llm: bool = True  # start the embedded llama.cpp server when no endpoint is set
+    # The LLM (chat and HyDE): any OpenAI-compatible endpoint; empty base URL = embedded llama.cpp.
+    llm_base_url: str = setting(
+        "CODEQA_LLM_BASE_URL",
+        "",
+        "any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM, Groq, llama.cpp",
+        shown="(embedded llama.cpp)",
+    )
+    llm_api_key: str = setting(
+        "CODEQA_LLM_API_KEY",
+        "",
+        "the LLM endpoint's bearer token",
+        fallback="OPENAI_API_KEY",
+        shown="$OPENAI_API_KEY",
+        secret=True,
+    )
+    hyde_model: str = setting("CODEQA_HYDE_MODEL", "", "a small fast model for HyDE (empty: the chat model)")
+    chat_model: str = setting(
+        "CODEQA_CHAT_MODEL", "", "the model that answers (empty: the endpoint's first listed model)"
+    )
+    llm_timeout: float = setting(
+        "CODEQA_LLM_TIMEOUT",
+        120.0,
+        "seconds one LLM call may wait in all, retries included (an endpoint "
+        "that never answers costs one timeout, then a message); a streamed answer may also pause this long "
+        "between tokens",
+        number,
+    )
+    local_llm: bool = setting(
+        "CODEQA_LOCAL_LLM", True, "start the embedded Qwen2.5-Coder-0.5B server when no endpoint is set", flag
+    )
     # Generation on one thread (a second one, descheduled on a busy box, made it ten times
     # slower); the prompt on every core, which reads it twice as fast on an idle 2-core box
     # (docs/answers.md). The server runs niced, so searches still come first.
-    local_llm_threads: int = 1
-    local_llm_prompt_threads: int = field(default_factory=usable_cores)
-    # How far below normal CPU priority the embedded LLM server and index runs work (POSIX nice
-    # 0-19): on a machine with few cores, the web app's searches go first.
-    background_niceness: int = 10
+    local_llm_threads: int = setting(
+        "CODEQA_LOCAL_LLM_THREADS",
+        1,
+        "threads of the embedded server that write the answer (more only on "
+        "cores that are otherwise idle: a descheduled thread stalls the rest)",
+        integer(1),
+    )
+    local_llm_prompt_threads: int = setting(
+        "CODEQA_LOCAL_LLM_PROMPT_THREADS",
+        None,
+        "threads of the embedded server that read the prompt (set 1 on a box whose cores are busy with other work)",
+        integer(1),
+        factory=usable_cores,
+        shown="(every usable core)",
+    )
+    local_llm_model: str = setting(
+        "CODEQA_LOCAL_LLM_MODEL",
+        "",
+        "a GGUF file of your own for the embedded server",
+        shown="(the bundled Qwen2.5-Coder-0.5B)",
+    )
+    local_context_tokens: int = setting(
+        "CODEQA_LOCAL_CONTEXT_TOKENS",
+        1000,
+        "the context budget when the embedded model answers (`CODEQA_CONTEXT_TOKENS` is an endpoint's)",
+        integer(1),
+    )
+    background_niceness: int = setting(
+        "CODEQA_BACKGROUND_NICENESS",
+        10,
+        "how far below normal CPU priority (POSIX nice, 0–19) index runs "
+        "and the embedded LLM server work, so searches go first",
+        integer(0, 19, "a POSIX nice increment from 0 to 19"),
+    )
 
-    # Search: the platform whose file of a set of platform twins (`unix/`, `win/`) is listed first
-    platform: str = "linux"
-    # The file model: "auto" (by the question's kind: "reports" for bug reports and changes,
-    # "structure", which weighs the repository's structure, for how-it-works questions;
-    # docs/retrieval.md), one of those two, or the path of a model file train_ranker.py wrote
-    file_model: str = "auto"
-
+    # Search
+    file_model: str = setting(
+        "CODEQA_FILE_MODEL",
+        "auto",
+        "the file ranking: `auto` ranks a how-it-works question with "
+        "`structure` (modules, entry files, the reference graph) and a bug report or a change to make "
+        "with `reports`; `reports` or `structure` for every question; or the path of a model "
+        "`training/train_ranker.py` wrote",
+        file_model,
+    )
+    platform: str = setting(
+        "CODEQA_PLATFORM",
+        "linux",
+        "which of a set of platform twins (`src/unix/fs.c`, `src/win/fs.c`) a "
+        f"search lists first: {', '.join(f'`{p}`' for p in PLATFORMS)}",
+        choice(PLATFORMS),
+    )
     # Reranking: the cross-encoder that reorders the best files' definitions (search/rerank.py).
     # Off for the search API and CLI (it does not gain in every language, and costs ~0.5 s); on
     # for the chat and MCP, where an answer takes seconds anyway (docs/retrieval.md, "Reranking")
-    rerank: bool = False
-    rerank_chat: bool = True
-    rerank_model: str = "codeqa-reranker"  # the shipped model, or a folder holding a model.onnx
+    rerank: bool = setting(
+        "CODEQA_RERANK",
+        False,
+        'rerank by default in the search CLI and `/api/search` (`--rerank` / `"rerank": true` per query)',
+        flag,
+    )
+    rerank_chat: bool = setting(
+        "CODEQA_RERANK_CHAT",
+        True,
+        "rerank by default in the chat, `/api/context`, `codeqa context` and MCP's "
+        "`search_code` (the UI's toggle starts from it)",
+        flag,
+    )
+    rerank_model: str = setting(
+        "CODEQA_RERANK_MODEL",
+        "codeqa-reranker",
+        "the cross-encoder: the shipped one, or a folder holding a "
+        "`model.onnx` that `training/export_onnx.py --reranker` wrote",
+    )
 
     # Answers: token budgets of the prompt (defaults fit the embedded 4k-context model)
-    context_tokens: int = 1800
-    history_tokens: int = 600
-    answer_tokens: int = 512
+    context_tokens: int = setting(
+        "CODEQA_CONTEXT_TOKENS",
+        1800,
+        "what a configured endpoint's model reads of the sources (raise it for a large-context model)",
+        integer(1),
+    )
+    history_tokens: int = setting("CODEQA_HISTORY_TOKENS", 600, "earlier turns a follow-up carries", integer(0))
+    answer_tokens: int = setting("CODEQA_ANSWER_TOKENS", 512, "the longest answer", integer(1))
 
     # Web app
-    redis_url: str = ""
-    secret_key: str = ""
-    history_ttl_seconds: int = 7 * 24 * 3600
-    # Host names the web app answers to besides 127.0.0.1, localhost and [::1] (and the address
-    # `serve --host` binds): a LAN name, or the name a reverse proxy passes on. Any other `Host`
-    # gets 421, so a web page can't reach the app through DNS rebinding.
-    allowed_hosts: tuple[str, ...] = ()
-    # Origins (`https://codeqa.example.com`) whose pages may POST to the app besides its own, e.g.
-    # the public origin of a reverse proxy that terminates TLS or rewrites `Host`.
-    allowed_origins: tuple[str, ...] = ()
-
-    # The embedded LLM server: a GGUF file of your own to run instead of the bundled
-    # Qwen2.5-Coder-0.5B (see docs/answers.md); empty: the bundled model.
-    local_llm_model: str = ""
-    # The context budget when the embedded model answers (CODEQA_CONTEXT_TOKENS is for a
-    # configured endpoint's model): a small model on a CPU answers best, and soonest, from fewer
-    # sources (docs/answers.md).
-    local_context_tokens: int = 1000
+    host: str = setting("CODEQA_HOST", "127.0.0.1", "where `codeqa serve` / `python app.py` listens (`--host`)")
+    port: int = setting("CODEQA_PORT", 5000, "its port (`--port`)", integer(1, 65535, "a port from 1 to 65535"))
+    redis_url: str = setting("REDIS_URL", "", "e.g. `redis://localhost:6379/0`", shown="(embedded)", secret=True)
+    secret_key: str = setting(
+        "CODEQA_SECRET_KEY",
+        "",
+        "session-cookie signing key",
+        shown="(generated once into `$CODEQA_DATA_DIR/secret_key`)",
+        secret=True,
+    )
+    history_ttl_seconds: int = setting(
+        "CODEQA_HISTORY_TTL", 7 * 24 * 3600, "seconds a conversation is kept after its last use", integer(1)
+    )
+    # Any other `Host` gets 421, so a web page can't reach the app through DNS rebinding.
+    allowed_hosts: tuple[str, ...] = setting(
+        "CODEQA_ALLOWED_HOSTS",
+        (),
+        "comma-separated host names the app answers besides loopback and `--host` (a LAN name, a proxy's)",
+        names,
+        shown="(none)",
+    )
+    allowed_origins: tuple[str, ...] = setting(
+        "CODEQA_ALLOWED_ORIGINS",
+        (),
+        "comma-separated origins whose pages may POST to it besides its own (a TLS proxy's)",
+        origins,
+        shown="(none)",
+    )
 
     @property
     def database_uri(self) -> str:
@@ -186,46 +351,48 @@ class Settings:
         return self.lancedb_uri or str(self.data_dir / "lancedb")
 
     @classmethod
-    def from_env(cls, dotenv_path: str | Path | None = None, **overrides: object) -> "Settings":
+    def from_env(cls, dotenv_path: str | Path | None = None, **overrides: Any) -> Settings:
         """Read the environment (after `.env`), then apply explicit overrides."""
         load_dotenv(dotenv_path or Path.cwd() / ".env", override=False)
-        data_dir = default_data_dir()
-        openai_key = _env("OPENAI_API_KEY")
-        settings = cls(
-            data_dir=data_dir,
-            lancedb_uri=_env("CODEQA_LANCEDB_URI"),
-            max_file_bytes=_env_int("CODEQA_MAX_FILE_BYTES", 1_000_000),
-            write_batch=max(1, _env_int("CODEQA_WRITE_BATCH", 200)),
-            embedding_provider=_env("CODEQA_EMBEDDING_PROVIDER", "local").lower(),
-            embedding_model=_env("CODEQA_EMBEDDING_MODEL", "all-MiniLM-L6-v2"),
-            embedding_base_url=_env("CODEQA_EMBEDDING_BASE_URL"),
-            embedding_api_key=_env("CODEQA_EMBEDDING_API_KEY", openai_key),
-            embedding_batch_size=_env_int("CODEQA_EMBEDDING_BATCH_SIZE", 32),
-            embedding_device=_env("CODEQA_EMBEDDING_DEVICE", "auto").lower(),
-            embedding_max_tokens=_env_int("CODEQA_EMBEDDING_MAX_TOKENS", 128),
-            llm_base_url=_env("CODEQA_LLM_BASE_URL"),
-            llm_api_key=_env("CODEQA_LLM_API_KEY", openai_key),
-            hyde_model=_env("CODEQA_HYDE_MODEL"),
-            chat_model=_env("CODEQA_CHAT_MODEL"),
-            llm_timeout=_env_float("CODEQA_LLM_TIMEOUT", 120.0),
-            local_llm=_env_bool("CODEQA_LOCAL_LLM", True),
-            local_llm_threads=_env_int("CODEQA_LOCAL_LLM_THREADS", 1),
-            local_llm_prompt_threads=_env_int("CODEQA_LOCAL_LLM_PROMPT_THREADS", usable_cores()),
-            background_niceness=_env_niceness("CODEQA_BACKGROUND_NICENESS", 10),
-            platform=_env_choice("CODEQA_PLATFORM", "linux", PLATFORMS),
-            file_model=_env_file_model("CODEQA_FILE_MODEL"),
-            rerank=_env_bool("CODEQA_RERANK", False),
-            rerank_chat=_env_bool("CODEQA_RERANK_CHAT", True),
-            rerank_model=_env("CODEQA_RERANK_MODEL", "codeqa-reranker"),
-            context_tokens=_env_int("CODEQA_CONTEXT_TOKENS", 1800),
-            history_tokens=_env_int("CODEQA_HISTORY_TOKENS", 600),
-            answer_tokens=_env_int("CODEQA_ANSWER_TOKENS", 512),
-            redis_url=_env("REDIS_URL"),
-            secret_key=_env("CODEQA_SECRET_KEY"),
-            history_ttl_seconds=_env_int("CODEQA_HISTORY_TTL", 7 * 24 * 3600),
-            allowed_hosts=_env_list("CODEQA_ALLOWED_HOSTS"),
-            allowed_origins=_env_origins("CODEQA_ALLOWED_ORIGINS"),
-            local_llm_model=_env("CODEQA_LOCAL_LLM_MODEL"),
-            local_context_tokens=_env_int("CODEQA_LOCAL_CONTEXT_TOKENS", 1000),
-        )
-        return replace(settings, **overrides) if overrides else settings
+        values = {}
+        for spec in fields(cls):
+            meta = spec.metadata
+            raw = _env(meta["env"]) or (_env(meta["fallback"]) if meta["fallback"] else "")
+            if raw:
+                values[spec.name] = meta["parse"](meta["env"], raw)
+        return replace(cls(**values), **overrides) if overrides else cls(**values)
+
+    def described(self) -> list[tuple[str, str, str, str]]:
+        """(variable, its value now, its default, its help) of every setting; secrets are not shown."""
+        default = Settings()
+        rows = []
+        for spec in fields(self):
+            meta = spec.metadata
+            value = getattr(self, spec.name)
+            now = ("(set)" if value else "") if meta["secret"] else _written(value)
+            rows.append((meta["env"], now, meta["shown"] or _written(getattr(default, spec.name)), meta["help"]))
+        return rows
+
+
+def _env(name: str) -> str:
+    return os.environ.get(name, "").strip()
+
+
+def _written(value: object) -> str:
+    """A value as a user writes it in the environment."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, tuple):
+        return ",".join(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def settings_table() -> str:
+    """The README's configuration table, made from the declared settings."""
+    lines = ["| variable | default | meaning |", "| --- | --- | --- |"]
+    for env, _, default, help in Settings().described():
+        shown = default if default.startswith("(") or not default else f"`{default}`"
+        lines.append(f"| `{env}` | {shown} | {help} |")
+    return "\n".join(lines)

@@ -69,9 +69,13 @@ class StorageError(CodeQAError):
 
 
 # What the operating system's refusals mean to a user, by errno; others keep the OS's wording.
-_STORAGE_PROBLEMS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
-                     errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
-                     errno.EPERM: "permission denied"}
+_STORAGE_PROBLEMS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+}
 # LanceDB reports an I/O failure as a RuntimeError: `lance error: LanceError(IO): Read-only file
 # system (os error 30) at path "/.../x.lance/..."` followed by a source location.
 _LANCE_OS_ERROR = re.compile(r"LanceError\(IO\).*?\(os error (\d+)\)")
@@ -188,6 +192,8 @@ def repo_path_prefix(prefix: T) -> T:
     if isinstance(prefix, str) and prefix.strip():
         pure = PurePosixPath(prefix.strip())
         if pure.is_absolute() or ".." in pure.parts:
-            raise InvalidArgument("path must be a folder or file path inside the repo, relative to its root "
-                                  "(no '..', not absolute), e.g. src/api/.")
+            raise InvalidArgument(
+                "path must be a folder or file path inside the repo, relative to its root "
+                "(no '..', not absolute), e.g. src/api/."
+            )
     return prefix

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
-
 # The qualifier of a member call on an unnamed receiver (`f(x).m()`, `a[0].m()`): not a bare call.
 EXPRESSION_QUALIFIER = "()"
 
@@ -82,23 +81,35 @@ class FileParse:
     bindings: tuple[Binding, ...] = ()
 
     def to_json(self) -> str:
-        return json.dumps({
-            "symbols": [[s.id, s.kind, s.name, s.qualified_name, s.parent] for s in self.symbols],
-            "references": [[getattr(r, name) for name in _REFERENCE_FIELDS] for r in self.references],
-            "imports": list(self.imports),
-            "imported_names": list(self.imported_names),
-            "bindings": [[b.kind, b.name, b.type, b.enclosing] for b in self.bindings],
-        }, separators=(",", ":"))
+        return json.dumps(
+            {
+                "symbols": [[s.id, s.kind, s.name, s.qualified_name, s.parent] for s in self.symbols],
+                "references": [[getattr(r, name) for name in _REFERENCE_FIELDS] for r in self.references],
+                "imports": list(self.imports),
+                "imported_names": list(self.imported_names),
+                "bindings": [[b.kind, b.name, b.type, b.enclosing] for b in self.bindings],
+            },
+            separators=(",", ":"),
+        )
 
     @classmethod
-    def from_json(cls, text: str, file_path: str, language: str) -> "FileParse":
+    def from_json(cls, text: str, file_path: str, language: str) -> FileParse:
         data = json.loads(text)
         return cls(
             file_path=file_path,
             language=language,
-            symbols=tuple(SymbolInfo(id=s[0], file_path=file_path, language=language, kind=s[1],
-                                     name=s[2], qualified_name=s[3], parent=s[4])
-                          for s in data["symbols"]),
+            symbols=tuple(
+                SymbolInfo(
+                    id=s[0],
+                    file_path=file_path,
+                    language=language,
+                    kind=s[1],
+                    name=s[2],
+                    qualified_name=s[3],
+                    parent=s[4],
+                )
+                for s in data["symbols"]
+            ),
             references=tuple(Reference(*r) for r in data["references"]),
             imports=tuple(data["imports"]),
             imported_names=tuple(data["imported_names"]),
@@ -134,11 +145,17 @@ class ManifestEntry:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "ManifestEntry":
-        return cls(file_path=row["file_path"], sha256=row["sha256"], language=row["language"],
-                   size=row.get("size") or 0, mtime_ns=row.get("mtime_ns") or 0,
-                   non_utf8=bool(row.get("non_utf8")), has_errors=bool(row.get("has_errors")),
-                   parsed=row["parsed"])
+    def from_row(cls, row: Mapping[str, Any]) -> ManifestEntry:
+        return cls(
+            file_path=row["file_path"],
+            sha256=row["sha256"],
+            language=row["language"],
+            size=row.get("size") or 0,
+            mtime_ns=row.get("mtime_ns") or 0,
+            non_utf8=bool(row.get("non_utf8")),
+            has_errors=bool(row.get("has_errors")),
+            parsed=row["parsed"],
+        )
 
 
 def _int_map(value: Any) -> dict[str, int]:
@@ -179,14 +196,19 @@ class RepoStats:
         return min(99, (self.rows - self.vectors_pending) * 100 // self.rows)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "RepoStats":
+    def from_json(cls, data: Mapping[str, Any]) -> RepoStats:
         """Tolerant of older rows: missing keys take defaults, unknown keys are ignored."""
-        counts = {f.name: int(data.get(f.name) or 0) for f in fields(cls)
-                  if f.name not in ("files_by_language", "skipped", "timings")}
-        return cls(files_by_language=_int_map(data.get("files_by_language")),
-                   skipped=_int_map(data.get("skipped")),
-                   timings={str(k): float(v) for k, v in (data.get("timings") or {}).items()},
-                   **counts)
+        counts = {
+            f.name: int(data.get(f.name) or 0)
+            for f in fields(cls)
+            if f.name not in ("files_by_language", "skipped", "timings")
+        }
+        return cls(
+            files_by_language=_int_map(data.get("files_by_language")),
+            skipped=_int_map(data.get("skipped")),
+            timings={str(k): float(v) for k, v in (data.get("timings") or {}).items()},
+            **counts,
+        )
 
 
 _PENDING_KEY = "references_pending"  # kept in the stats JSON, where earlier versions put it
@@ -207,7 +229,7 @@ class RepoInfo:
     # Set while a run writes and cleared when it has resolved references: still set at the
     # start of a run means the last one was interrupted, so every reference is re-resolved.
     references_pending: bool = False
-    # The table layout (create_tables.INDEX_VERSION) the repo was written with; registry rows
+    # The table layout (store.schema.INDEX_VERSION) the repo was written with; registry rows
     # from before versions were kept are 1.
     index_version: int = 1
 
@@ -215,26 +237,48 @@ class RepoInfo:
         stats = self.stats.to_json()
         if self.references_pending:
             stats[_PENDING_KEY] = True
-        return {"name": self.name, "root": self.root, "prefix": self.prefix,
-                "embedding_model": self.embedding_model, "embedding_dim": self.embedding_dim,
-                "created_at": self.created_at, "indexed_at": self.indexed_at,
-                "stats": json.dumps(stats, sort_keys=True), "index_version": self.index_version}
+        return {
+            "name": self.name,
+            "root": self.root,
+            "prefix": self.prefix,
+            "embedding_model": self.embedding_model,
+            "embedding_dim": self.embedding_dim,
+            "created_at": self.created_at,
+            "indexed_at": self.indexed_at,
+            "stats": json.dumps(stats, sort_keys=True),
+            "index_version": self.index_version,
+        }
 
     def summary(self) -> dict[str, Any]:
         """What the faces show of a repo (web API, MCP `list_repos`): where it is, its counts.
         While its first index run still writes the rows (`indexed_at` is 0), none has a vector
         yet: 0% embedded, not the 100% that an empty row count would give."""
         stats = self.stats
-        return {"name": self.name, "root": self.root, "files": stats.files, "methods": stats.methods,
-                "classes": stats.classes, "docs": stats.docs, "references": stats.references,
-                "indexed_at": self.indexed_at, "languages": stats.files_by_language,
-                "embedded_percent": stats.embedded_percent if self.indexed_at else 0}
+        return {
+            "name": self.name,
+            "root": self.root,
+            "files": stats.files,
+            "methods": stats.methods,
+            "classes": stats.classes,
+            "docs": stats.docs,
+            "references": stats.references,
+            "indexed_at": self.indexed_at,
+            "languages": stats.files_by_language,
+            "embedded_percent": stats.embedded_percent if self.indexed_at else 0,
+        }
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "RepoInfo":
+    def from_row(cls, row: Mapping[str, Any]) -> RepoInfo:
         stats = json.loads(row.get("stats") or "{}")
-        return cls(name=row["name"], root=row["root"], prefix=row["prefix"],
-                   embedding_model=row["embedding_model"], embedding_dim=row["embedding_dim"],
-                   created_at=row["created_at"], indexed_at=row["indexed_at"],
-                   stats=RepoStats.from_json(stats), references_pending=bool(stats.get(_PENDING_KEY)),
-                   index_version=row.get("index_version") or 1)
+        return cls(
+            name=row["name"],
+            root=row["root"],
+            prefix=row["prefix"],
+            embedding_model=row["embedding_model"],
+            embedding_dim=row["embedding_dim"],
+            created_at=row["created_at"],
+            indexed_at=row["indexed_at"],
+            stats=RepoStats.from_json(stats),
+            references_pending=bool(stats.get(_PENDING_KEY)),
+            index_version=row.get("index_version") or 1,
+        )

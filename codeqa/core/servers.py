@@ -49,8 +49,9 @@ def answers(url: str, timeout: float = 2.0) -> bool:
         return False
 
 
-def wait_until_ready(proc: subprocess.Popen, ready: Callable[[], bool], timeout: float,
-                     interval: float = 0.1) -> str | None:
+def wait_until_ready(
+    proc: subprocess.Popen, ready: Callable[[], bool], timeout: float, interval: float = 0.1
+) -> str | None:
     """Poll `ready()` until it holds: None then, else why not (the process exited, or time ran out).
 
     The caller decides what a failure means (stop the process, read its log, raise)."""
@@ -64,8 +65,7 @@ def wait_until_ready(proc: subprocess.Popen, ready: Callable[[], bool], timeout:
     return f"was not ready after {timeout:g} s"
 
 
-def start_server(command: Sequence[str], env: Mapping[str, str], ready_url: str,
-                 timeout: float) -> subprocess.Popen:
+def start_server(command: Sequence[str], env: Mapping[str, str], ready_url: str, timeout: float) -> subprocess.Popen:
     """Start `command` and wait until `ready_url` answers; on failure kill it and raise with the
     end of its stderr. Its stderr goes to a temporary file, so a chatty server never blocks."""
     stderr = tempfile.TemporaryFile()
@@ -81,6 +81,7 @@ def start_server(command: Sequence[str], env: Mapping[str, str], ready_url: str,
 
 
 # --- A started server's record, for the other processes of the same data directory -------------
+
 
 def write_state(path: Path, state: dict) -> None:
     """Record a started server (its pid and address) atomically: readers see all of it or nothing."""

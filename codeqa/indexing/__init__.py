@@ -1,6 +1,7 @@
-"""Indexing: a repository on disk → LanceDB tables (rows, vectors, references).
+"""Indexing: a repository on disk → rows, references and vectors in its tables.
 
-`repo_files` walks the tree, `index_plan` decides what changed, `indexer` applies the plan
-under `index_lock`, `create_tables` owns the schema, `embeddings` the vectors, `live_index`
-re-runs the indexer on file changes. Imports `codeqa.core` and `codeqa.parsing`.
+`index_plan` decides what changed since the last run, `indexer` applies the plan under the
+repo's lease (`store.lease`) through the store's writer (`store.create_tables`), `embeddings`
+makes the vectors (with the models shipped in `models/`), `vectors` batches them, `live_index`
+re-runs the indexer on file changes. Imports `core`, `parsing` and `store`.
 """

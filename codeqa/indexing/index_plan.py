@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from codeqa.core.records import ManifestEntry
-from codeqa.indexing.repo_files import FoundFile, SourceFile
+from codeqa.parsing.repo_files import FoundFile, SourceFile
 
 # A file modified this close to the walk is hashed again next run rather than trusted by mtime:
 # coarse filesystem clocks (FAT: 2 s) could give a further edit the same timestamp.
@@ -59,9 +59,13 @@ def recorded_mtime(mtime_ns: int, walked_at_ns: int) -> int:
     return mtime_ns if walked_at_ns - mtime_ns > RACY_NS else 0
 
 
-def plan_index(found: Sequence[FoundFile], manifest: Mapping[str, ManifestEntry],
-               stored_paths: Collection[str], read: Callable[[FoundFile], SourceFile | None],
-               walked_at_ns: int) -> IndexPlan:
+def plan_index(
+    found: Sequence[FoundFile],
+    manifest: Mapping[str, ManifestEntry],
+    stored_paths: Collection[str],
+    read: Callable[[FoundFile], SourceFile | None],
+    walked_at_ns: int,
+) -> IndexPlan:
     """Decide what the run does. `read` is called only for files whose size or mtime differ
     from the manifest (or that it lacks); it returns None for a file its content rules out,
     which then counts as gone."""
@@ -91,6 +95,12 @@ def plan_index(found: Sequence[FoundFile], manifest: Mapping[str, ManifestEntry]
                 restat.append(replace(entry, size=source.size, mtime_ns=mtime))
     current = {file.path for file in add + change + unchanged}
     delete = sorted((set(manifest) | set(stored_paths)) - current)
-    return IndexPlan(add=tuple(add), change=tuple(change), delete=tuple(delete),
-                     unchanged=tuple(unchanged), restat=tuple(restat), non_utf8=non_utf8,
-                     deleted_from_manifest=sum(1 for path in delete if path in manifest))
+    return IndexPlan(
+        add=tuple(add),
+        change=tuple(change),
+        delete=tuple(delete),
+        unchanged=tuple(unchanged),
+        restat=tuple(restat),
+        non_utf8=non_utf8,
+        deleted_from_manifest=sum(1 for path in delete if path in manifest),
+    )

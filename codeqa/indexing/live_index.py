@@ -23,7 +23,7 @@ from watchfiles import Change
 
 from codeqa.core.config import Settings
 from codeqa.indexing.indexer import IndexReport, index_repo
-from codeqa.indexing.repo_files import ChangeFilter, RepoPathError
+from codeqa.parsing.repo_files import ChangeFilter, RepoPathError
 
 QUIET_MS = 800  # a burst ends after this long without events
 LOCK_WAIT_S = 3600.0  # a run of another process holding the repo's lock is waited for, not fatal
@@ -43,17 +43,25 @@ def changed_paths(root: Path, changes: Iterable[tuple[Change, str]]) -> list[str
 
 
 def _gone(root: Path, name: str) -> RepoPathError:
-    return RepoPathError(f"{root} was deleted or moved: stopped watching. The index of {name} keeps its "
-                         f"last version (`python preprocessing.py remove {name}` drops it).")
+    return RepoPathError(
+        f"{root} was deleted or moved: stopped watching. The index of {name} keeps its "
+        f"last version (`python preprocessing.py remove {name}` drops it)."
+    )
 
 
 def _ignore(*_: object) -> None:
     """The default listener: nobody is listening."""
 
 
-def watch_repo(root: str | Path, settings: Settings, db: lancedb.DBConnection, name: str | None = None,
-               on_changes: Callable[[list[str]], None] = _ignore,
-               on_run: Callable[[IndexReport], None] = _ignore, progress: bool | None = None) -> None:
+def watch_repo(
+    root: str | Path,
+    settings: Settings,
+    db: lancedb.DBConnection,
+    name: str | None = None,
+    on_changes: Callable[[list[str]], None] = _ignore,
+    on_run: Callable[[IndexReport], None] = _ignore,
+    progress: bool | None = None,
+) -> None:
     """Index `root`, then re-index after every burst of relevant changes until interrupted.
 
     `on_changes(paths)` hears about a burst before its run, `on_run(report)` after every run
@@ -62,8 +70,14 @@ def watch_repo(root: str | Path, settings: Settings, db: lancedb.DBConnection, n
     report = index_repo(root, settings, name=name, progress=progress, db=db, wait=LOCK_WAIT_S)
     root_path, name = Path(report.root), report.name
     on_run(report)
-    for changes in watchfiles.watch(root_path, debounce=MAX_BATCH_MS, step=QUIET_MS, rust_timeout=CHECK_MS,
-                                    yield_on_timeout=True, raise_interrupt=False):
+    for changes in watchfiles.watch(
+        root_path,
+        debounce=MAX_BATCH_MS,
+        step=QUIET_MS,
+        rust_timeout=CHECK_MS,
+        yield_on_timeout=True,
+        raise_interrupt=False,
+    ):
         if not root_path.is_dir():
             raise _gone(root_path, name)
         paths = changed_paths(root_path, changes)
@@ -80,10 +94,13 @@ def watch_repo(root: str | Path, settings: Settings, db: lancedb.DBConnection, n
 def format_changes(paths: list[str]) -> str:
     """One line when a burst of changes starts a run."""
     example = ", ".join(paths[:3]) + (", ..." if len(paths) > 3 else "")
-    return f"{time.strftime('%H:%M:%S')} {len(paths)} changed path{'s' if len(paths) != 1 else ''} ({example}): re-indexing"
+    plural = "s" if len(paths) != 1 else ""
+    return f"{time.strftime('%H:%M:%S')} {len(paths)} changed path{plural} ({example}): re-indexing"
 
 
 def format_run(report: IndexReport) -> str:
     """One line when a re-index is done."""
-    return (f"{time.strftime('%H:%M:%S')} re-indexed {report.name}: {report.added} added, {report.changed} changed, "
-            f"{report.deleted} deleted; {report.embedded} texts embedded; {report.timings.get('total', 0.0):.1f}s")
+    return (
+        f"{time.strftime('%H:%M:%S')} re-indexed {report.name}: {report.added} added, {report.changed} changed, "
+        f"{report.deleted} deleted; {report.embedded} texts embedded; {report.timings.get('total', 0.0):.1f}s"
+    )

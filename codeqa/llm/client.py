@@ -16,10 +16,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 import openai
-from openai.types.chat import ChatCompletion
+from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
 from codeqa.core.config import Settings
 from codeqa.core.errors import LLMUnavailable, one_line
@@ -32,7 +32,7 @@ NO_LLM_HINT = (
     "to an OpenAI-compatible endpoint, or enable the embedded model with CODEQA_LOCAL_LLM=1"
 )
 
-Messages = Sequence[Mapping[str, str]]
+Messages = Sequence[Mapping[str, str]]  # OpenAI's chat messages: role and content
 T = TypeVar("T")
 
 # What the SDK raises when an endpoint answers, but not in the OpenAI format: a base URL that
@@ -72,7 +72,7 @@ class Decoding:
     grammar: str = ""  # a llama.cpp GBNF grammar the answer must follow
     stop: tuple[str, ...] = ()  # text that ends the answer where it would start
 
-    def request_fields(self, embedded: bool) -> tuple[dict[str, object], dict[str, object]]:
+    def request_fields(self, embedded: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         """(OpenAI API fields, llama.cpp's extra fields) of a request; the extras only when embedded."""
         fields: dict[str, object] = {"temperature": self.temperature, "top_p": self.top_p}
         if self.frequency_penalty:
@@ -184,7 +184,7 @@ class LLMClient:
 
         def create(client: openai.OpenAI) -> str:
             response = client.chat.completions.create(
-                model=model, messages=list(messages), max_tokens=max_tokens, temperature=temperature
+                model=model, messages=_messages(messages), max_tokens=max_tokens, temperature=temperature
             )
             if not isinstance(response, ChatCompletion):
                 raise _NotOpenAI(f"got {type(response).__name__}, not a chat completion")
@@ -199,8 +199,9 @@ class LLMClient:
         answer.deltas = self._deltas(role, messages, max_tokens, decoding, answer)
         return answer
 
-    def _deltas(self, role: str, messages: Messages, max_tokens: int, decoding: Decoding,
-                answer: AnswerStream) -> Iterator[str]:
+    def _deltas(
+        self, role: str, messages: Messages, max_tokens: int, decoding: Decoding, answer: AnswerStream
+    ) -> Iterator[str]:
         model = self.model_for(role)
         fields, extra_body = decoding.request_fields(self.embedded)
 
@@ -216,7 +217,7 @@ class LLMClient:
         def open_stream(client: openai.OpenAI) -> tuple[openai.Stream, str | None, Iterator[str]]:
             chunks = client.chat.completions.create(
                 model=model,
-                messages=list(messages),
+                messages=_messages(messages),
                 max_tokens=max_tokens,
                 stream=True,
                 extra_body=extra_body or None,
@@ -315,9 +316,7 @@ class LLMClient:
         if self._discovered_model is None:
             listed = self._with_retries(lambda client: client.models.list().data)
             if not listed:
-                raise LLMUnavailable(
-                    f"{self._where()} lists no models: set CODEQA_CHAT_MODEL"
-                )
+                raise LLMUnavailable(f"{self._where()} lists no models: set CODEQA_CHAT_MODEL")
             self._discovered_model = listed[0].id
         return self._discovered_model
 
@@ -366,3 +365,8 @@ class LLMClient:
                     raise LLMUnavailable(reason + suffix) from exc
             time.sleep(wait)
             attempt += 1
+
+
+def _messages(messages: Messages) -> list[ChatCompletionMessageParam]:
+    """The messages as the OpenAI client types them (role and content, which they are)."""
+    return [cast("ChatCompletionMessageParam", dict(message)) for message in messages]

@@ -53,7 +53,7 @@ def expansion_messages(question: str, snippets: str) -> list[dict[str, str]]:
 CHAT_SYSTEM = (
     "You are CodeQA. Answer the user's question about their codebase using only the numbered "
     "sources below.\n"
-    "Start with the source that answers it: \"According to [n], ...\". After any other sentence "
+    'Start with the source that answers it: "According to [n], ...". After any other sentence '
     "that uses a source, write that source's number in square brackets, like [2].\n"
     "Write two to five short sentences about the code in the sources. If they do not answer the "
     "question, say so; never invent code.\n"
@@ -61,8 +61,9 @@ CHAT_SYSTEM = (
     "and `|`; `...` stands for lines left out; Notes say what the user's @-commands found or could "
     "not find."
 )
-CHAT_CLOSING = ("Answer the question below from these sources, starting with \"According to [n],\" for the "
-                "source that answers it.")
+CHAT_CLOSING = (
+    'Answer the question below from these sources, starting with "According to [n]," for the source that answers it.'
+)
 
 NO_CONTEXT_SYSTEM = (
     "You are CodeQA, an assistant that answers questions about the user's codebase. No code "

@@ -21,9 +21,9 @@ import psutil
 
 from codeqa.core.config import Settings
 from codeqa.core.errors import LLMUnavailable, one_line
+from codeqa.core.servers import answers, forget_state, free_port, niced, read_state, wait_until_ready, write_state
 from codeqa.llm.prompts import CHAT_OVERHEAD_TOKENS
 from codeqa.llm.weights import ensure_model_file, model_path
-from codeqa.core.servers import answers, forget_state, free_port, niced, read_state, wait_until_ready, write_state
 
 EMBEDDED_MODEL_NAME = "qwen2.5-coder-0.5b-instruct"  # the model alias the server answers to
 # llama_cpp.server settings, measured on 2 cores (eval/answers/server_bench.py, docs/answers.md).
@@ -108,9 +108,11 @@ class LocalLLMServer:
         url = self.running_url()
         if url is None or self.settings.local_llm_model:
             return None
-        request = urllib.request.Request(url.removesuffix("/v1") + "/extras/tokenize/count",
-                                         data=json.dumps({"input": chatml(messages)}).encode(),
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            url.removesuffix("/v1") + "/extras/tokenize/count",
+            data=json.dumps({"input": chatml(messages)}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=10.0) as response:
                 return int(json.loads(response.read())["count"])
@@ -207,13 +209,14 @@ class LocalLLMServer:
             # Below the app's priority: a chat being answered must not hold up searches.
             proc = subprocess.Popen(
                 niced(command, self.settings.background_niceness),
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         return proc, port, log_start
 
     def _wait_ready(self, proc: subprocess.Popen[bytes], log_start: int) -> None:
-        problem = wait_until_ready(proc, lambda: answers(self._url() + "/models", timeout=1.0),
-                                   self.startup_timeout)
+        problem = wait_until_ready(proc, lambda: answers(self._url() + "/models", timeout=1.0), self.startup_timeout)
         if problem is None:
             return
         if proc.poll() is None:

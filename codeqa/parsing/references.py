@@ -18,18 +18,25 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from functools import cached_property, lru_cache
-from typing import Iterable
 
-from codeqa.core.records import EXPRESSION_QUALIFIER, FileParse, Reference, SymbolInfo
-from codeqa.parsing.languages import (CALLABLE_KINDS, CONSTRUCTOR_CALLS, INSTANTIABLE_KINDS, LANGUAGES,
-                                      SOURCE_EXTENSIONS, VALUE_KINDS, LanguageSpec, language_family)
+from codeqa.core.records import FileParse, Reference, SymbolInfo
+from codeqa.parsing.languages import (
+    CALLABLE_KINDS,
+    CONSTRUCTOR_CALLS,
+    INSTANTIABLE_KINDS,
+    LANGUAGES,
+    SOURCE_EXTENSIONS,
+    VALUE_KINDS,
+    LanguageSpec,
+    language_family,
+)
 
 # How a use was attributed, surest first; every one but NAME_MATCH is a resolved use.
 NAME_MATCH = "name"
-RESOLUTIONS = ("qualified", "self", "typed", "module", "unique", "same_file", "import", "same_package",
-               NAME_MATCH)
+RESOLUTIONS = ("qualified", "self", "typed", "module", "unique", "same_file", "import", "same_package", NAME_MATCH)
 # A use matching more definitions than this, with nothing to choose between them, says
 # nothing about any of them: it is dropped rather than attached to all as name matches. Name
 # matches are shown apart and never counted, so a handful are worth listing (click has 5
@@ -40,7 +47,7 @@ MAX_BASE_DEPTH = 8  # inheritance levels searched for a receiver's method
 _NOT_TYPES = CALLABLE_KINDS | VALUE_KINDS
 _INTERFACE_KINDS = frozenset({"interface", "trait"})
 _MODULE_NOISE = frozenset({"crate", "self", "super", "std", "", ".", ".."})
-_SOURCE_EXT = re.compile(r"\.(%s)$" % "|".join(re.escape(ext[1:]) for ext in SOURCE_EXTENSIONS))
+_SOURCE_EXT = re.compile(r"\.({})$".format("|".join(re.escape(ext[1:]) for ext in SOURCE_EXTENSIONS)))
 _DEFAULT_SPEC = LanguageSpec(name="", extensions=(), grammar=lambda: None, queries=(), body_types=frozenset())
 
 
@@ -62,19 +69,23 @@ class _CitingFile:
                 self.bindings[(binding.enclosing, binding.name)].add(binding.type)
         # Names an import binds: `from a import b` -> b, `import a.b` -> a, Go's `x/y/render` -> render.
         self.imported = frozenset(parse.imported_names) | frozenset(
-            part for spec in parse.imports for part in _import_handles(spec))
+            part for spec in parse.imports for part in _import_handles(spec)
+        )
 
     def external_imports(self, repo_names: frozenset[str]) -> frozenset[str]:
         """Handles of the imports whose module is no file or directory of the repo (`strings`,
         `github.com/stretchr/testify/require`): a call through one reaches nothing here."""
-        return frozenset(part for spec in self.imports
-                         if _import_handles(spec) and _import_handles(spec)[-1].lower() not in repo_names
-                         for part in _import_handles(spec))
+        return frozenset(
+            part
+            for spec in self.imports
+            if _import_handles(spec) and _import_handles(spec)[-1].lower() not in repo_names
+            for part in _import_handles(spec)
+        )
 
     @cached_property
     def _import_suffixes(self) -> frozenset[tuple[str, ...]]:
         """Every trailing run of segments of every import (with and without its last name)."""
-        suffixes = set()
+        suffixes: set[tuple[str, ...]] = set()
         for spec in self.imports:
             module = _module_segments(spec, self.file_path)
             for named in (module, module[:-1]):
@@ -88,8 +99,9 @@ class _CitingFile:
         if not suffixes:
             return 0
         stem = _path_parts(candidate_path)
-        return max((k for path in (stem, stem[:-1]) for k in range(len(path), 0, -1)
-                    if path[-k:] in suffixes), default=0)
+        return max(
+            (k for path in (stem, stem[:-1]) for k in range(len(path), 0, -1) if path[-k:] in suffixes), default=0
+        )
 
     def bound(self, name: str, scope: str | None) -> set[str] | None:
         """The types `name` is bound to in `scope` or a scope around it (the file last)."""
@@ -154,15 +166,18 @@ class _Types:
 
     def lineage(self, fam: str, types: Iterable[str]) -> list[set[str]]:
         """The types, then their bases, then theirs... (each level once, nearest first)."""
-        levels, seen, level = [], set(), set(types)
+        levels: list[set[str]] = []
+        seen: set[str] = set()
+        level = set(types)
         while level and len(levels) < MAX_BASE_DEPTH:
             levels.append(level)
             seen |= level
             level = {b for t in level for b in self.bases.get((fam, t), ())} - seen
         return levels
 
-    def receiver(self, fam: str, file: _CitingFile, qualifier: str, scope: str | None,
-                 own_class: str | None) -> tuple[set[str] | None, str]:
+    def receiver(
+        self, fam: str, file: _CitingFile, qualifier: str, scope: str | None, own_class: str | None
+    ) -> tuple[set[str] | None, str]:
         """What `qualifier` of `qualifier.m()` is: (its possible types, or None when unknown; how
         it is known: "self" for the caller's own receiver, else "typed")."""
         head, *rest = qualifier.split(".")
@@ -227,8 +242,7 @@ class Use:
         return asdict(self)
 
 
-def resolve_references(symbols: Iterable[SymbolInfo],
-                       files: Iterable[FileParse]) -> dict[str, list[Use]]:
+def resolve_references(symbols: Iterable[SymbolInfo], files: Iterable[FileParse]) -> dict[str, list[Use]]:
     """Map each definition id to its uses (resolved ones and name matches), sorted by file,
     line and column."""
     symbols = list(symbols)
@@ -254,16 +268,23 @@ def resolve_references(symbols: Iterable[SymbolInfo],
                 own_class = types.class_around(file.file_path, site.enclosing)
                 resolved[key] = _resolve_site(site, file, fam, by_name, types, caller, own_class)
             for target, kind, how in resolved[key]:
-                uses[target.id].append(Use(file.file_path, site.line, site.column, site.text,
-                                           kind, how, site.enclosing or ""))
+                uses[target.id].append(
+                    Use(file.file_path, site.line, site.column, site.text, kind, how, site.enclosing or "")
+                )
     for found in uses.values():
         found.sort(key=lambda u: (u.file_path, u.line, u.column, u.kind))
     return dict(uses)
 
 
-def _resolve_site(site: Reference, file: _CitingFile, fam: str,
-                  by_name: dict[tuple[str, str], list[SymbolInfo]], types: _Types,
-                  caller: SymbolInfo | None, own_class: str | None) -> list[tuple[SymbolInfo, str, str]]:
+def _resolve_site(
+    site: Reference,
+    file: _CitingFile,
+    fam: str,
+    by_name: dict[tuple[str, str], list[SymbolInfo]],
+    types: _Types,
+    caller: SymbolInfo | None,
+    own_class: str | None,
+) -> list[tuple[SymbolInfo, str, str]]:
     """The (definition, use kind, resolution) triples one reference site stands for."""
     found: list[tuple[SymbolInfo, str, str]] = []
     candidates = by_name.get((fam, site.name), [])
@@ -292,8 +313,9 @@ def _resolve_site(site: Reference, file: _CitingFile, fam: str,
     return found
 
 
-def _method_call(methods: list[SymbolInfo], site: Reference, file: _CitingFile, fam: str,
-                 types: _Types, own_class: str | None) -> list[tuple[SymbolInfo, str, str]]:
+def _method_call(
+    methods: list[SymbolInfo], site: Reference, file: _CitingFile, fam: str, types: _Types, own_class: str | None
+) -> list[tuple[SymbolInfo, str, str]]:
     """`qualifier.m()`: the methods the qualifier is known to reach, else name matches."""
     if not methods:
         return []
@@ -315,8 +337,9 @@ def _method_call(methods: list[SymbolInfo], site: Reference, file: _CitingFile, 
     return _module_call(methods, site, file, types)
 
 
-def _module_call(candidates: list[SymbolInfo], site: Reference, file: _CitingFile,
-                 types: _Types) -> list[tuple[SymbolInfo, str, str]]:
+def _module_call(
+    candidates: list[SymbolInfo], site: Reference, file: _CitingFile, types: _Types
+) -> list[tuple[SymbolInfo, str, str]]:
     """`q.f()` with `q` not known to be of a type: an imported module's top-level `f` when `q`
     names an import (`utils.f()`, Go's `render.JSON()`, `flask.Flask()`), nothing when the
     import is outside the repo, else a method the name alone picks: the only one of its name
@@ -371,16 +394,18 @@ def _container(symbol: SymbolInfo) -> str | None:
     return symbol.qualified_name.rsplit(".", 1)[0] if "." in symbol.qualified_name else None
 
 
-def _pick(candidates: list[SymbolInfo], kind: str, site: Reference, file: _CitingFile,
-          own_class: str | None) -> list[tuple[SymbolInfo, str, str]]:
+def _pick(
+    candidates: list[SymbolInfo], kind: str, site: Reference, file: _CitingFile, own_class: str | None
+) -> list[tuple[SymbolInfo, str, str]]:
     if not candidates:
         return []
     chosen, how = _disambiguate(candidates, site, file, own_class)
     return [(symbol, kind, how) for symbol in chosen]
 
 
-def _disambiguate(candidates: list[SymbolInfo], site: Reference, file: _CitingFile,
-                  own_class: str | None) -> tuple[list[SymbolInfo], str]:
+def _disambiguate(
+    candidates: list[SymbolInfo], site: Reference, file: _CitingFile, own_class: str | None
+) -> tuple[list[SymbolInfo], str]:
     """A bare name (or a type's qualified name): narrowed by qualifier, the file, imports and
     the package; what is left undecided is a name match."""
     qualifier = site.qualifier

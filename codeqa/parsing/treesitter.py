@@ -27,20 +27,20 @@ are grouped at search time (`codeqa.search.overloads`). A declaration inside a f
 from __future__ import annotations
 
 import inspect
-from bisect import bisect_right
 import re
 import threading
+from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path, PurePath
 from types import MappingProxyType
 
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
 
+from codeqa.core.records import EXPRESSION_QUALIFIER, Binding, Reference
 from codeqa.parsing.languages import CLASS_KINDS, FUNCTION_KINDS, LANGUAGES, LanguageSpec
 from codeqa.parsing.module_code import CodeChunk, module_chunks
-from codeqa.core.records import EXPRESSION_QUALIFIER, Binding, Reference
 
 QUERIES_DIR = Path(__file__).resolve().parent / "queries"
 
@@ -146,17 +146,14 @@ def query_source(language: str, variant: str = "") -> str:
     return "\n".join((QUERIES_DIR / name).read_text(encoding="utf-8") for name in names)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _compiled(language: str, variant: str) -> _Compiled:
     """Build the Language and Query once per language/variant; QueryError surfaces here."""
     spec = LANGUAGES[language]
     grammar = spec.variants[variant].grammar if variant else spec.grammar
     lang = Language(grammar())
     query = Query(lang, query_source(language, variant))
-    roles = {
-        query.capture_name(i): _capture_role(query.capture_name(i))
-        for i in range(query.capture_count)
-    }
+    roles = {query.capture_name(i): _capture_role(query.capture_name(i)) for i in range(query.capture_count)}
     return _Compiled(lang, query, MappingProxyType(roles))
 
 
@@ -185,7 +182,7 @@ def _capture_role(name: str) -> tuple[str, str | None]:
         return ("declaration", None)
     for prefix, role in _ROLE_PREFIXES:
         if name.startswith(prefix):
-            return (role, name[len(prefix):])
+            return (role, name[len(prefix) :])
     raise ValueError(f"capture @{name} is not in the shared vocabulary")
 
 
@@ -271,9 +268,7 @@ class _Extractor:
         definitions, spans, top_level, too_deep = self._definitions(raw_defs)
         taken = {(d.name.start_byte, d.name.end_byte) for d in raw_defs.values()}
         taken |= {(d.scope.start_byte, d.scope.end_byte) for d in raw_defs.values() if d.scope}
-        references = self._references(
-            [r for key, r in raw_refs.items() if key not in taken], spans
-        )
+        references = self._references([r for key, r in raw_refs.items() if key not in taken], spans)
         rows = [(d.start_line - 1, d.end_line - 1) for d in definitions]
         module_doc, doc_rows = self._module_doc(root, {start for start, _ in rows})
         lines = [line.rstrip("\r") for line in self.source.split("\n")]
@@ -293,8 +288,16 @@ class _Extractor:
 
     # collection
 
-    def _collect(self, pattern: int, captures: dict[str, list[Node]], raw_defs: dict, raw_refs: dict,
-                 modules: list, names: list, declared: set[tuple[int, int]]) -> None:
+    def _collect(
+        self,
+        pattern: int,
+        captures: dict[str, list[Node]],
+        raw_defs: dict,
+        raw_refs: dict,
+        modules: list,
+        names: list,
+        declared: set[tuple[int, int]],
+    ) -> None:
         """Sort one match's captures into definitions, references, imports and declarations."""
         roles = self.compiled.roles
         by_role: dict[str, tuple[str | None, list[Node]]] = {}
@@ -303,6 +306,7 @@ class _Extractor:
             by_role[role] = (kind, nodes)
         if "def" in by_role and "def_name" in by_role:
             kind, (node, *_) = by_role["def"]
+            assert kind is not None  # a definition capture always names its kind
             name = by_role["def_name"][1][0]
             scope = by_role["scope"][1][0] if "scope" in by_role else None
             doc = by_role["doc"][1][0] if "doc" in by_role else None
@@ -312,6 +316,7 @@ class _Extractor:
                 raw_defs[key] = _RawDefinition(pattern, kind, node, name, scope, doc)
         if "ref" in by_role:
             kind, ref_nodes = by_role["ref"]
+            assert kind is not None  # a reference capture always names its kind
             qualifier_nodes = by_role.get("qualifier", (None, []))[1]
             qualifier = self._qualifier(qualifier_nodes[0]) if qualifier_nodes else None
             for node in ref_nodes:
@@ -319,8 +324,13 @@ class _Extractor:
         modules.extend(by_role.get("module", (None, []))[1])
         names.extend(by_role.get("import_name", (None, []))[1])
         if "bind_var" in by_role and "bind_type" in by_role:
-            self._raw_bindings.append((by_role["bind_var"][1][0], by_role["bind_type"][1][-1],
-                                       (by_role["bind_var"][0] or "") + (by_role["bind_type"][0] or "")))
+            self._raw_bindings.append(
+                (
+                    by_role["bind_var"][1][0],
+                    by_role["bind_type"][1][-1],
+                    (by_role["bind_var"][0] or "") + (by_role["bind_type"][0] or ""),
+                )
+            )
         self._raw_bindings.extend((None, node, "") for node in by_role.get("base", (None, []))[1])
         declared.update((n.start_byte, n.end_byte) for n in by_role.get("declaration", (None, []))[1])
 
@@ -349,8 +359,9 @@ class _Extractor:
 
     # definitions
 
-    def _definitions(self, raw_defs: dict[tuple[int, int], _RawDefinition]
-                     ) -> tuple[list[Definition], list[tuple[int, int, str]], list[str], int]:
+    def _definitions(
+        self, raw_defs: dict[tuple[int, int], _RawDefinition]
+    ) -> tuple[list[Definition], list[tuple[int, int, str]], list[str], int]:
         """Nest definitions by byte range, then name, classify and describe each.
 
         Returns the definitions, their byte spans, the qualified names of the top-level ones and
@@ -380,15 +391,14 @@ class _Extractor:
         self._attach_method_signatures(definitions)
         return definitions, spans, list(dict.fromkeys(top_level)), too_deep
 
-    def _definition(self, raw: _RawDefinition, extent: _Extent,
-                    enclosing: list[Definition]) -> Definition:
+    def _definition(self, raw: _RawDefinition, extent: _Extent, enclosing: list[Definition]) -> Definition:
         name = self._text(raw.name)[:MAX_NAME_CHARS]
         scope = self._scope(raw.scope, name) if raw.scope is not None else None
         if scope is None:
             scope, name = _split_scoped(name)
         inner = enclosing[-1] if enclosing else None
-        class_parent = next((d.qualified_name for d in reversed(enclosing)
-                             if d.kind in CLASS_KINDS), None)
+        class_parent = next((d.qualified_name for d in reversed(enclosing) if d.kind in CLASS_KINDS), None)
+        parent: str | None
         if scope:
             qualified, parent = f"{scope}.{name}", scope
         else:
@@ -404,7 +414,7 @@ class _Extractor:
             parent=parent,
             signature=self._signature(raw.node, extent.signature_start, extent.outer.end_byte),
             doc=self._doc_text(raw.doc) if raw.doc is not None else self._doc(raw.node, first),
-            code=self.src[first.start_byte:last.end_byte].decode("utf-8", "replace"),
+            code=self.src[first.start_byte : last.end_byte].decode("utf-8", "replace"),
             start_line=first.start_point.row + 1,
             end_line=_end_line(last),
             declaration=raw.declaration,
@@ -415,9 +425,7 @@ class _Extractor:
         if kind not in FUNCTION_KINDS or owner is None:
             return kind
         owner_name = owner.rsplit(".", 1)[-1]
-        if name in self.spec.constructor_names or (
-            self.spec.constructor_is_class_name and name == owner_name
-        ):
+        if name in self.spec.constructor_names or (self.spec.constructor_is_class_name and name == owner_name):
             return "constructor"
         return "method" if kind == "function" else kind
 
@@ -441,8 +449,8 @@ class _Extractor:
         """Where a definition's code starts and ends, and where its signature starts."""
         outer, signature_start = node, node.start_byte
         wrappers = self.spec.wrappers
-        while outer.parent is not None and outer.parent.type in wrappers and _sole_child_of_type(
-            outer.parent, outer.type
+        while (
+            outer.parent is not None and outer.parent.type in wrappers and _sole_child_of_type(outer.parent, outer.type)
         ):
             outer = outer.parent
             if wrappers[outer.type]:
@@ -464,7 +472,7 @@ class _Extractor:
         """Header text up to the body, whitespace collapsed; the first line if there is no body."""
         body = _find_body(node, self.spec.body_types)
         if body is not None:
-            text = self.src[start:body.start_byte].decode("utf-8", "replace")
+            text = self.src[start : body.start_byte].decode("utf-8", "replace")
         else:
             text = self.src[start:end].decode("utf-8", "replace").split("\n", 1)[0].rstrip(" \t{")
         return _WHITESPACE_RE.sub(" ", text).strip()
@@ -488,8 +496,7 @@ class _Extractor:
 
     def _docstring_statement(self, block: Node) -> Node | None:
         """The block's first statement if it is a plain string, else None."""
-        statement = next((c for c in block.named_children
-                          if c.type not in self.spec.comment_types), None)
+        statement = next((c for c in block.named_children if c.type not in self.spec.comment_types), None)
         if statement is None or statement.type != "expression_statement":
             return None
         string = statement.named_children[0] if statement.named_child_count == 1 else None
@@ -497,8 +504,7 @@ class _Extractor:
 
     def _string_content(self, statement: Node) -> str:
         string = statement.named_children[0]
-        content = "".join(self._text(c) for c in string.named_children
-                          if c.type == "string_content")
+        content = "".join(self._text(c) for c in string.named_children if c.type == "string_content")
         return inspect.cleandoc(content)
 
     def _module_doc(self, root: Node, definition_rows: set[int]) -> tuple[str, list[int]]:
@@ -511,8 +517,7 @@ class _Extractor:
             statement = self._docstring_statement(root)
             if statement is None:
                 return "", []
-            rows = list(range(statement.start_point.row, _end_line(statement)))
-            return self._string_content(statement), rows
+            return self._string_content(statement), list(range(statement.start_point.row, _end_line(statement)))
         blocks: list[list[Node]] = []
         first_code: Node | None = None
         for child in root.named_children:
@@ -526,12 +531,14 @@ class _Extractor:
         texts: list[str] = []
         rows: list[int] = []
         for block in blocks:
-            text = inspect.cleandoc("\n".join(
-                line.rstrip() for c in block for line in _comment_lines(self._text(c))))
+            text = inspect.cleandoc("\n".join(line.rstrip() for c in block for line in _comment_lines(self._text(c))))
             inner = self._text(block[0]).lstrip().startswith(self.spec.inner_doc_prefixes)
-            above_definition = (block is blocks[-1] and first_code is not None
-                                and _end_line(block[-1]) == first_code.start_point.row
-                                and first_code.start_point.row in definition_rows)
+            above_definition = (
+                block is blocks[-1]
+                and first_code is not None
+                and _end_line(block[-1]) == first_code.start_point.row
+                and first_code.start_point.row in definition_rows
+            )
             if not text or _LICENSE_RE.search(text) or (above_definition and not inner):
                 continue
             texts.append(text)
@@ -551,8 +558,7 @@ class _Extractor:
             comments.append(prev)
             below_row = prev.start_point.row
             prev = prev.prev_sibling
-        lines = [line.rstrip() for c in reversed(comments)
-                 for line in _comment_lines(self._text(c))]
+        lines = [line.rstrip() for c in reversed(comments) for line in _comment_lines(self._text(c))]
         return inspect.cleandoc("\n".join(lines))
 
     def _comment_before(self, node: Node) -> Node | None:
@@ -582,8 +588,7 @@ class _Extractor:
 
     # references and imports
 
-    def _references(self, raw_refs: list[_RawReference],
-                    spans: list[tuple[int, int, str]]) -> list[Reference]:
+    def _references(self, raw_refs: list[_RawReference], spans: list[tuple[int, int, str]]) -> list[Reference]:
         """Attach the innermost enclosing definition by a sweep over start bytes."""
         raw_refs.sort(key=lambda r: r.node.start_byte)
         references: list[Reference] = []
@@ -600,15 +605,17 @@ class _Extractor:
                 open_spans.pop()
             row, column = ref.node.start_point
             line = self._line(row)
-            references.append(Reference(
-                name=self._text(ref.node),
-                kind=ref.kind,
-                qualifier=ref.qualifier,
-                line=row + 1,
-                column=_char_column(line, column),
-                text=line.decode("utf-8", "replace").strip()[:_MAX_LINE_TEXT],
-                enclosing=open_spans[-1][2] if open_spans else None,
-            ))
+            references.append(
+                Reference(
+                    name=self._text(ref.node),
+                    kind=ref.kind,
+                    qualifier=ref.qualifier,
+                    line=row + 1,
+                    column=_char_column(line, column),
+                    text=line.decode("utf-8", "replace").strip()[:_MAX_LINE_TEXT],
+                    enclosing=open_spans[-1][2] if open_spans else None,
+                )
+            )
         return references
 
     def _bindings(self, spans: list[tuple[int, int, str]]) -> list[Binding]:
@@ -641,7 +648,7 @@ class _Extractor:
         return list(dict.fromkeys(self._text(n).strip(strip) for n in ordered))
 
     def _text(self, node: Node) -> str:
-        return self.src[node.start_byte:node.end_byte].decode("utf-8", "replace")
+        return self.src[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
     def _line(self, row: int) -> bytes:
         if self._lines is None:
@@ -649,8 +656,9 @@ class _Extractor:
         return self._lines[row] if row < len(self._lines) else b""
 
 
-def _fold_overloads(definitions: list[Definition], spans: list[tuple[int, int, str]]
-                    ) -> tuple[list[Definition], list[tuple[int, int, str]]]:
+def _fold_overloads(
+    definitions: list[Definition], spans: list[tuple[int, int, str]]
+) -> tuple[list[Definition], list[tuple[int, int, str]]]:
     """One definition per overload set of the file: each qualified name's declarations are
     folded into its first implementation, or into its first declaration when it has none;
     the one kept lists every signature of the set (only when there are several). Other

@@ -1,5 +1,7 @@
 """Search: a question → ranked definitions and files (`retrieval.Retriever`).
 
-Ranking models live in `models/`; `ranking` scores, `rerank` reorders, `symbol_index` finds
-names, `packing` fits code into a token budget. Imports the layers below it.
+`options` and `query` read the request, `retrieval` runs the pipeline through the store's
+reader, and each ranking idea is a module of its own (`fusion`, `pool`, `exact`, `ranking`,
+`structure`, `twins`, `overloads`, `rerank`), returning the types of `results`. The learned
+models live in `models/`. Imports the layers below it.
 """

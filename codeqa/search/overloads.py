@@ -52,16 +52,23 @@ class Placed:
 
 def signed_row(row: dict) -> Signed:
     """A row of the index (a dict with the row tables' columns) as grouping sees it."""
-    return Signed(row["language"], row["qualified_name"], bool(row.get("declaration")), row.get("signature") or "",
-                  row.get("signatures") or [])
+    return Signed(
+        row["language"],
+        row["qualified_name"],
+        bool(row.get("declaration")),
+        row.get("signature") or "",
+        row.get("signatures") or [],
+    )
 
 
 def group_rows(rows: list[dict]) -> list[dict]:
     """`group_declarations` of index rows that hold every definition of their names (what
     `@definition` and `find_symbol` read): the rows kept, an implementation with the signatures
     of its declarations."""
-    return [{**rows[p.index], **({"signatures": p.signatures} if p.signatures else {})}
-            for p in group_declarations([signed_row(row) for row in rows])]
+    return [
+        {**rows[p.index], **({"signatures": p.signatures} if p.signatures else {})}
+        for p in group_declarations([signed_row(row) for row in rows])
+    ]
 
 
 def declared_names(rows: Sequence[Signed]) -> list[str]:

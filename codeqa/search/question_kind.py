@@ -27,20 +27,24 @@ _FAILS = re.compile(r"\b(?:fail|crash|broken|bug|wrong|fix|(?:does|do|is|are)\s*
 _CHANGE = re.compile(
     r"^\s*(?:fix|add|remove|support|allow|make|use|update|handle|avoid|don'?t|ensure|improve|refactor|"
     r"rename|move|change|deprecate|implement|prevent|bump|revert|drop|correct|respect|clean|set|replace|"
-    r"introduce|enable|disable|merge|return|pass|skip|stop|check|raise|throw|let)\b", re.I)
+    r"introduce|enable|disable|merge|return|pass|skip|stop|check|raise|throw|let)\b",
+    re.I,
+)
 # Words of something going wrong, anywhere in the text.
 _WRONG = re.compile(
     r"\b(?:errors?|exceptions?|traceback|crash(?:es|ed|ing)?|fail(?:s|ed|ing|ures?)?|bugs?|broken|breaks?|"
     r"wrong(?:ly)?|incorrect(?:ly)?|regression|unexpected(?:ly)?|panic(?:s|ked)?|segfault|segmentation|"
     r"hangs?|leaks?|warnings?|raises?|throws?|thrown|invalid|doesn'?t|does not|don'?t|can'?t|cannot|won'?t|"
     r"isn'?t|aren'?t|wasn'?t|not work(?:ing)?|no longer|instead of|expected|should|fix(?:es|ed|ing)?|issue|"
-    r"workaround|reproduce|repro|anymore|randomly|(?:since|after) (?:upgrading|updating))\b", re.I)
+    r"workaround|reproduce|repro|anymore|randomly|(?:since|after) (?:upgrading|updating))\b",
+    re.I,
+)
 
 _EXCEPTION_NAME = re.compile(r"[A-Za-z]\w*(?:Error|Exception|Panic)\b")  # KeyError, NullPointerException
 
 
 def question_kind(text: str, has_report_pieces: bool = False) -> QuestionKind:
-    """"report" or "how" for a question's text; `has_report_pieces` when it holds code blocks,
+    """ "report" or "how" for a question's text; `has_report_pieces` when it holds code blocks,
     stack-trace or error lines (retrieval.split_report found some), which only reports carry."""
     if has_report_pieces:
         return "report"

@@ -7,7 +7,7 @@ module-level code, ranks there) and the symbol pool (rows of the three row table
 first). `file_features` turns them, with the file's role, whether the question names the file
 or one of its symbols, and the reference graph between the pool's strongest rows, into a
 handful of numbers per file; a `LinearRanker` scores them with a logistic regression trained on
-the realistic eval's train split (`eval/realistic/train_ranker.py` writes
+the realistic eval's train split (`training/train_ranker.py` writes
 `models/file_ranker.json`: its features, weights and what it was trained on). The features are
 the whole interface, so the model can be retrained or replaced without touching search.
 
@@ -26,21 +26,18 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from codeqa.core.errors import ConfigError, one_line
-from codeqa.indexing.create_tables import code_tokens
 from codeqa.parsing.languages import CLASS_KINDS, DOC_LANGUAGES, FILE_KIND, MODULE_KIND
+from codeqa.parsing.tokens import code_tokens
 from codeqa.search.question_kind import QuestionKind
+from codeqa.search.results import Definition, FileHit, Hit
 from codeqa.search.structure import RepoLayout, structure_features
-
-if TYPE_CHECKING:
-    from codeqa.search.retrieval import Hit
 
 RANKER_FILE = Path(__file__).resolve().parent / "models" / "file_ranker.json"
 STRUCTURE_RANKER_FILE = Path(__file__).resolve().parent / "models" / "file_ranker_structure.json"
@@ -93,36 +90,6 @@ DEFINITION_FEATURES = (
 BM25_K1, BM25_B = 1.5, 0.75
 
 
-@dataclass
-class FileHit:
-    """One file of the answer: its score, its evidence and the rows of it that ranked best."""
-
-    path: str
-    score: float
-    role: str
-    language: str
-    symbols: list["Hit"]
-    features: dict[str, float] = field(default_factory=dict)
-    definitions: list["Definition"] = field(default_factory=list)  # weighed, best first (the best files only)
-    relevance: float = 0.0  # what a reader is shown as its score (retrieval._show_relevance)
-    twins: list[str] = field(default_factory=list)  # the same file for other platforms, listed beside it (twins.py)
-
-    def to_json(self) -> dict:
-        return {"path": self.path, "score": round(self.relevance, 4), "role": self.role, "language": self.language,
-                "twins": self.twins,
-                "symbols": [{"id": h.id, "kind": h.kind, "qualified_name": h.qualified_name,
-                             "start_line": h.start_line, "end_line": h.end_line} for h in self.symbols]}
-
-
-@dataclass
-class Definition:
-    """A definition of one of the best files, as the symbol ranker saw it."""
-
-    hit: "Hit"
-    features: dict[str, float]
-    score: float = 0.0
-
-
 @dataclass(frozen=True)
 class LinearRanker:
     """A linear model over named features (a logistic regression's weights): score = bias + w · x."""
@@ -143,7 +110,7 @@ class LinearRanker:
         return rows @ np.array([self.weights.get(name, 0.0) for name in names]) + self.bias
 
     @classmethod
-    def load(cls, path: Path = RANKER_FILE, features: Sequence[str] = FEATURES) -> "LinearRanker":
+    def load(cls, path: Path = RANKER_FILE, features: Sequence[str] = FEATURES) -> LinearRanker:
         data = json.loads(path.read_text(encoding="utf-8"))
         unknown = set(data["weights"]) - set(features)
         if unknown:
@@ -198,8 +165,14 @@ def default_symbol_ranker() -> LinearRanker:
     return LinearRanker.load(SYMBOL_RANKER_FILE, DEFINITION_FEATURES)
 
 
-def file_features(bm25_files: list[dict], hits: list["Hit"], about_tests: bool, about_prose: bool = False,
-                  terms: Sequence[str] = (), layout: RepoLayout | None = None) -> dict[str, FileHit]:
+def file_features(
+    bm25_files: list[dict],
+    hits: list[Hit],
+    about_tests: bool,
+    about_prose: bool = False,
+    terms: Sequence[str] = (),
+    layout: RepoLayout | None = None,
+) -> dict[str, FileHit]:
     """Every file with evidence, unscored: `bm25_files` are file rows best first (with `_score`),
     `hits` the symbol pool best first, `terms` the question's tokens. With the repository's
     `layout`, the structure features are set too, and the entry files of the modules the
@@ -210,18 +183,28 @@ def file_features(bm25_files: list[dict], hits: list["Hit"], about_tests: bool, 
     top_hit = max((h.score for h in hits), default=0.0) or 1.0
     files: dict[str, FileHit] = {}
     for rank, (path, rows) in enumerate(by_file.items(), 1):
-        files[path] = FileHit(path, 0.0, rows[0].role, rows[0].language,
-                              [h for h in rows if h.kind != FILE_KIND][:SYMBOLS_PER_FILE],
-                              {"sym_rr": 1.0 / rank, "sym_rel": max(rows[0].score, 0.0) / top_hit,
-                               "sym_rows": math.log1p(len(rows)),
-                               "file_row": float(any(h.table == "modules" for h in rows)),
-                               "exact": float(any(h.exact for h in rows))})
+        files[path] = FileHit(
+            path,
+            0.0,
+            rows[0].role,
+            rows[0].language,
+            [h for h in rows if h.kind != FILE_KIND][:SYMBOLS_PER_FILE],
+            {
+                "sym_rr": 1.0 / rank,
+                "sym_rel": max(rows[0].score, 0.0) / top_hit,
+                "sym_rows": math.log1p(len(rows)),
+                "file_row": float(any(h.table == "modules" for h in rows)),
+                "exact": float(any(h.exact for h in rows)),
+            },
+        )
     top_bm25 = max((row["_score"] for row in bm25_files), default=0.0) or 1.0
     for rank, row in enumerate(bm25_files, 1):
         file = files.setdefault(row["file_path"], FileHit(row["file_path"], 0.0, row["role"], row["language"], []))
         file.features.update(bm25_rr=1.0 / rank, bm25_rel=row["_score"] / top_bm25)
     if layout is not None:
-        prior = sorted(files, key=lambda p: -(files[p].features.get("sym_rr", 0.0) + files[p].features.get("bm25_rr", 0.0)))
+        prior = sorted(
+            files, key=lambda p: -(files[p].features.get("sym_rr", 0.0) + files[p].features.get("bm25_rr", 0.0))
+        )
         hubs = layout.hubs(prior)
         for path in hubs:
             if path not in files and path in layout.files:
@@ -231,12 +214,16 @@ def file_features(bm25_files: list[dict], hits: list["Hit"], about_tests: bool, 
     _graph_features(files, hits)
     for file in files.values():
         test, prose = file.role == "test", file.role in NON_SOURCE_ROLES
-        file.features.update(test=float(test and not about_tests), test_asked=float(test and about_tests),
-                             non_source=float(prose), prose_asked=float(prose and about_prose))
+        file.features.update(
+            test=float(test and not about_tests),
+            test_asked=float(test and about_tests),
+            non_source=float(prose),
+            prose_asked=float(prose and about_prose),
+        )
     return files
 
 
-def _graph_features(files: dict[str, FileHit], hits: list["Hit"]) -> None:
+def _graph_features(files: dict[str, FileHit], hits: list[Hit]) -> None:
     """From the references of the pool's strongest rows: which files use them (callers of what
     matched), and which files hold rows used from the strong rows' files."""
     strong = _strong_rows(hits)
@@ -251,17 +238,23 @@ def _graph_features(files: dict[str, FileHit], hits: list["Hit"]) -> None:
         if callers:
             used_by[hit.file_path] = max(used_by.get(hit.file_path, 0), len(callers))
     for path, file in files.items():
-        file.features.update(uses_strong=math.log1p(uses.get(path, 0)),
-                             used_by_strong=math.log1p(used_by.get(path, 0)))
+        file.features.update(uses_strong=math.log1p(uses.get(path, 0)), used_by_strong=math.log1p(used_by.get(path, 0)))
 
 
-def _strong_rows(hits: list["Hit"]) -> list["Hit"]:
+def _strong_rows(hits: list[Hit]) -> list[Hit]:
     """The pool's best definitions (no file or module rows): where the graph features start."""
     return [h for h in hits if h.kind != FILE_KIND and h.table != "modules"][:STRONG_HITS]
 
 
-def rank_files(bm25_files: list[dict], hits: list["Hit"], about_tests: bool, ranker: LinearRanker,
-               about_prose: bool = False, terms: Sequence[str] = (), layout: RepoLayout | None = None) -> list[FileHit]:
+def rank_files(
+    bm25_files: list[dict],
+    hits: list[Hit],
+    about_tests: bool,
+    ranker: LinearRanker,
+    about_prose: bool = False,
+    terms: Sequence[str] = (),
+    layout: RepoLayout | None = None,
+) -> list[FileHit]:
     """Every file with evidence, scored by `ranker` (`file_ranker_for` gives search's), best first."""
     files = list(file_features(bm25_files, hits, about_tests, about_prose, terms, layout).values())
     for file in files:
@@ -270,9 +263,15 @@ def rank_files(bm25_files: list[dict], hits: list["Hit"], about_tests: bool, ran
     return sorted(files, key=lambda f: (-f.score, f.path))
 
 
-def definition_features(definitions: list["Hit"], vectors: list[Sequence[float] | None],
-                        texts: list[list[str]], pool: list["Hit"], question_vector: Sequence[float] | None,
-                        question_terms: list[str], named: set[str]) -> list[dict[str, float]]:
+def definition_features(
+    definitions: list[Hit],
+    vectors: Sequence[np.ndarray | None],
+    texts: list[list[str]],
+    pool: list[Hit],
+    question_vector: Sequence[float] | None,
+    question_terms: list[str],
+    named: set[str],
+) -> list[dict[str, float]]:
     """The features of each definition (`vectors` and `texts`, its tokens, beside it); the
     within-file ones compare it with the other definitions of its file in the list, `pool` is
     the search's candidate pool best first, `named` the ids of rows the question names."""
@@ -285,9 +284,9 @@ def definition_features(definitions: list["Hit"], vectors: list[Sequence[float] 
     embedded = [i for i, vector in enumerate(vectors) if vector is not None]
     if question_vector is not None and embedded:
         query = np.asarray(question_vector, dtype=np.float32)
-        rows = np.asarray([vectors[i] for i in embedded], dtype=np.float32)
-        norms = np.linalg.norm(rows, axis=1) * (np.linalg.norm(query) or 1.0)
-        cosines[embedded] = rows @ query / np.where(norms > 0, norms, 1.0)
+        matrix = np.asarray([vectors[i] for i in embedded], dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
+        cosines[embedded] = matrix @ query / np.where(norms > 0, norms, 1.0)
     bm25 = _bm25(texts, question_terms)
     asked = set(question_terms)
     by_file: dict[str, list[int]] = {}
@@ -305,20 +304,26 @@ def definition_features(definitions: list["Hit"], vectors: list[Sequence[float] 
             name_terms = set(code_tokens(hit.name).split())
             features[i] = {
                 "pool_rr": 1.0 / pool_rank[hit.id] if hit.id in pool_rank else 0.0,
-                "cos": float(cosines[i]), "cos_gap": float(cosines[i] - best_cos), "cos_rr": 1.0 / cos_rank[i],
-                "bm25_rel": float(bm25[i]) / best_bm25, "bm25_rr": 1.0 / bm25_rank[i] if bm25[i] > 0 else 0.0,
+                "cos": float(cosines[i]),
+                "cos_gap": float(cosines[i] - best_cos),
+                "cos_rr": 1.0 / cos_rank[i],
+                "bm25_rel": float(bm25[i]) / best_bm25,
+                "bm25_rr": 1.0 / bm25_rank[i] if bm25[i] > 0 else 0.0,
                 "name_terms": len(name_terms & asked) / len(name_terms) if name_terms else 0.0,
                 "named": float(hit.id in named or hit.exact),
                 "lines": math.log1p(max(0, hit.end_line - hit.start_line + 1)),
-                "container": float(hit.kind in CLASS_KINDS), "used": math.log1p(hit.reference_count),
+                "container": float(hit.kind in CLASS_KINDS),
+                "used": math.log1p(hit.reference_count),
                 "strong": float(hit.id in strong_ids),
                 "calls_strong": math.log1p(calls[(hit.file_path, hit.qualified_name)]),
-                "own_share": own[i], "container_own": own[i] * (hit.kind in CLASS_KINDS),
-                "module": float(hit.kind == MODULE_KIND)}
+                "own_share": own[i],
+                "container_own": own[i] * (hit.kind in CLASS_KINDS),
+                "module": float(hit.kind == MODULE_KIND),
+            }
     return features
 
 
-def _own_share(definitions: list["Hit"], files: Iterable[list[int]]) -> list[float]:
+def _own_share(definitions: list[Hit], files: Iterable[list[int]]) -> list[float]:
     """Per definition, the share of its lines that no definition nested in it holds.
 
     A fix's gold symbol is the innermost definition holding a changed line, so a class made
@@ -336,7 +341,7 @@ def _own_share(definitions: list["Hit"], files: Iterable[list[int]]) -> list[flo
             if holders and definitions[holders[-1]].end_line >= definitions[i].end_line:
                 own[holders[-1]] -= size[i]
             holders.append(i)
-    return [max(0, n) / s for n, s in zip(own, size)]
+    return [max(0, n) / s for n, s in zip(own, size, strict=False)]
 
 
 def _bm25(texts: list[list[str]], terms: list[str]) -> np.ndarray:
@@ -351,12 +356,19 @@ def _bm25(texts: list[list[str]], terms: list[str]) -> np.ndarray:
     average = float(lengths.mean()) or 1.0
     documents = Counter(term for count in counts for term in count)
     idf = {term: math.log(1.0 + (len(texts) - n + 0.5) / (n + 0.5)) for term, n in documents.items()}
-    return np.array([sum(idf[term] * tf / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / average))
-                         for term, tf in count.items()) for count, length in zip(counts, lengths)])
+    return np.array(
+        [
+            sum(
+                idf[term] * tf / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / average)) for term, tf in count.items()
+            )
+            for count, length in zip(counts, lengths, strict=False)
+        ]
+    )
 
 
-def rank_definitions(files: list[FileHit], definitions: list["Hit"], features: list[dict[str, float]],
-                     ranker: LinearRanker) -> None:
+def rank_definitions(
+    files: list[FileHit], definitions: list[Hit], features: list[dict[str, float]], ranker: LinearRanker
+) -> None:
     """Score the definitions by `ranker` (`default_symbol_ranker()` in search) and give each of
     `files` its own, best first, and as its symbols the best of them: as many as the pool gave
     it (at least one), so the symbol list still covers as many files; a file with none keeps
@@ -364,18 +376,23 @@ def rank_definitions(files: list[FileHit], definitions: list["Hit"], features: l
 
     Showing SYMBOLS_PER_FILE of every file instead lowered function recall@10 on the train
     split (0.391 → 0.377): the top files' extra rows push other files' out of the top 10."""
-    rows = np.array([[values.get(name, 0.0) for name in DEFINITION_FEATURES] for values in features],
-                    dtype=np.float64).reshape(len(features), len(DEFINITION_FEATURES))
+    rows = np.array(
+        [[values.get(name, 0.0) for name in DEFINITION_FEATURES] for values in features], dtype=np.float64
+    ).reshape(len(features), len(DEFINITION_FEATURES))
     by_file: dict[str, list[Definition]] = {}
-    for hit, row, score in zip(definitions, rows.tolist(), ranker.score_rows(rows, DEFINITION_FEATURES).tolist()):
-        by_file.setdefault(hit.file_path, []).append(Definition(hit, dict(zip(DEFINITION_FEATURES, row)), score))
+    for hit, row, score in zip(
+        definitions, rows.tolist(), ranker.score_rows(rows, DEFINITION_FEATURES).tolist(), strict=False
+    ):
+        by_file.setdefault(hit.file_path, []).append(
+            Definition(hit, dict(zip(DEFINITION_FEATURES, row, strict=False)), score)
+        )
     for file in files:
         file.definitions = sorted(by_file.get(file.path, []), key=lambda d: (-d.score, d.hit.start_line))
         if file.definitions:
-            file.symbols = [d.hit for d in file.definitions[:max(1, len(file.symbols))]]
+            file.symbols = [d.hit for d in file.definitions[: max(1, len(file.symbols))]]
 
 
-def hits_in_file_order(hits: list["Hit"], files: list[FileHit]) -> list["Hit"]:
+def hits_in_file_order(hits: list[Hit], files: list[FileHit]) -> list[Hit]:
     """The symbol list in the order of the file ranking: code rows of listed files that the
     question names exactly first (as it named them), then each listed file's best code rows,
     file by file, then the other code rows. The best docs section keeps its place in the pool;
@@ -403,8 +420,9 @@ def hits_in_file_order(hits: list["Hit"], files: list[FileHit]) -> list["Hit"]:
     code = [hit for hit in hits if hit.language not in DOC_LANGUAGES]
     ordered = [hit for hit in code if hit.exact and hit.file_path in listed]
     seen = {hit.id for hit in ordered}
-    ordered += [hit for file in files for hit in file.symbols
-                if hit.id not in seen and hit.language not in DOC_LANGUAGES]
+    ordered += [
+        hit for file in files for hit in file.symbols if hit.id not in seen and hit.language not in DOC_LANGUAGES
+    ]
     ordered += [hit for hit in docs if hit.id not in in_place]
     seen = {hit.id for hit in ordered}
     ordered += [hit for hit in code if hit.id not in seen]

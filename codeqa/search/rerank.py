@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from codeqa.core.errors import UnavailableError
-from codeqa.indexing.embeddings import MODELS_DIR, ONNX_FILE, TOKENIZER_FILE, EmbeddingError, LocalModel
+from codeqa.indexing.embeddings import ONNX_FILE, TOKENIZER_FILE, EmbeddingError, LocalModel
 
 if TYPE_CHECKING:
     import onnxruntime
     from tokenizers import Tokenizer
 
-    from codeqa.search.ranking import Definition, FileHit
+    from codeqa.search.results import Definition, FileHit
 
 # As the reranker was trained (training/train_reranker.py): the question's first 64 tokens,
 # the definition's text up to 256 in all.
@@ -46,6 +46,7 @@ RERANK_PER_FILE = 8
 RERANK_WEIGHT = 1.0
 
 RERANKER_NAME = "codeqa-reranker"
+MODELS_DIR = Path(__file__).resolve().parent / "models"  # the reranker ships beside this module
 RERANKER_SHA256 = "03f1fab3675e21d36909da9cf498a6c978951f6e18926d33020b388a84920688"
 RERANKER_SIZE = 23_115_925
 
@@ -65,8 +66,13 @@ class RerankStatus:
 def reranker_model(name: str) -> LocalModel:
     """The model CODEQA_RERANK_MODEL names: the shipped one, or a folder (or file) of a user's."""
     if name == RERANKER_NAME:
-        return LocalModel(RERANKER_NAME, MODELS_DIR / RERANKER_NAME / ONNX_FILE, RERANKER_SHA256, RERANKER_SIZE,
-                          "it ships inside the codeqa package: reinstall CodeQA")
+        return LocalModel(
+            RERANKER_NAME,
+            MODELS_DIR / RERANKER_NAME / ONNX_FILE,
+            RERANKER_SHA256,
+            RERANKER_SIZE,
+            "it ships inside the codeqa package: reinstall CodeQA",
+        )
     path = Path(name).expanduser()
     if path.is_dir():
         path = path / ONNX_FILE
@@ -74,7 +80,8 @@ def reranker_model(name: str) -> LocalModel:
         return LocalModel(path.parent.name if path.name == ONNX_FILE else path.stem, path.resolve())
     raise RerankUnavailable(  # the value is a server path: it is not echoed to web users
         f"CODEQA_RERANK_MODEL is neither {RERANKER_NAME} nor an ONNX cross-encoder (a file, or a folder "
-        f"holding {ONNX_FILE}, as training/export_onnx.py --reranker writes).")
+        f"holding {ONNX_FILE}, as training/export_onnx.py --reranker writes)."
+    )
 
 
 class CrossEncoderReranker:
@@ -104,16 +111,20 @@ class CrossEncoderReranker:
     def score(self, query: str, documents: list[str]) -> list[float]:
         """One relevance logit per document, in input order (higher is more relevant)."""
         if len(documents) > self.max_documents:
-            raise ValueError(f"rerank got {len(documents)} documents, more than max_documents="
-                             f"{self.max_documents}; trim the candidates first (cost is linear in them)")
+            raise ValueError(
+                f"rerank got {len(documents)} documents, more than max_documents="
+                f"{self.max_documents}; trim the candidates first (cost is linear in them)"
+            )
         if not documents:
             return []
         session, tokenizer = self._load()
         question = self.cap_question(query)
-        encoded = tokenizer.encode_batch([(question, doc[:PAIR_TOKENS * _CHARS_PER_TOKEN_BOUND]) for doc in documents])
-        inputs = {"input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
-                  "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
-                  "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64)}
+        encoded = tokenizer.encode_batch([(question, doc[: PAIR_TOKENS * _CHARS_PER_TOKEN_BOUND]) for doc in documents])
+        inputs = {
+            "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
+        }
         (logits,) = session.run(None, inputs)
         return [float(value) for value in logits.reshape(-1)]
 
@@ -141,11 +152,13 @@ class CrossEncoderReranker:
                 options.log_severity_level = 3
                 found = reranker_model(self.model)
                 try:
-                    self._session = onnxruntime.InferenceSession(str(found.checked_path()), options,
-                                                                 providers=["CPUExecutionProvider"])
+                    self._session = onnxruntime.InferenceSession(
+                        str(found.checked_path()), options, providers=["CPUExecutionProvider"]
+                    )
                 except Exception as exc:  # a file that is no ONNX model: no rerank, and why
-                    self._status = RerankStatus(False, f"the cross-encoder {found.name} cannot be loaded: "
-                                                       f"{type(exc).__name__}")
+                    self._status = RerankStatus(
+                        False, f"the cross-encoder {found.name} cannot be loaded: {type(exc).__name__}"
+                    )
                     raise RerankUnavailable(self._status.reason) from exc
                 plain = Tokenizer.from_file(str(TOKENIZER_FILE))
                 plain.no_padding()  # the file's own settings pad: a short question would count as long
@@ -156,11 +169,11 @@ class CrossEncoderReranker:
 
 def _cap_tokens(tokenizer: Tokenizer, text: str, max_tokens: int) -> str:
     """`text` up to the end of its `max_tokens`-th token."""
-    head = text[:max_tokens * _CHARS_PER_TOKEN_BOUND]  # bounded even where tokens are long
+    head = text[: max_tokens * _CHARS_PER_TOKEN_BOUND]  # bounded even where tokens are long
     encoding = tokenizer.encode(head, add_special_tokens=False)
     if len(encoding.offsets) <= max_tokens:
         return head
-    return head[:encoding.offsets[max_tokens - 1][1]]
+    return head[: encoding.offsets[max_tokens - 1][1]]
 
 
 def rerank_candidates(files: list[FileHit]) -> list[Definition]:
@@ -177,7 +190,7 @@ def rerank_definitions(files: list[FileHit], scores: dict[str, float]) -> None:
             continue
         scored.sort(key=lambda d: (-(d.score + RERANK_WEIGHT * scores[d.hit.id]), d.hit.start_line))
         file.definitions = scored + [d for d in file.definitions if d.hit.id not in scores]
-        file.symbols = [d.hit for d in file.definitions[:max(1, len(file.symbols))]]
+        file.symbols = [d.hit for d in file.definitions[: max(1, len(file.symbols))]]
 
 
 _instances: dict[str, CrossEncoderReranker] = {}

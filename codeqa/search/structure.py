@@ -37,22 +37,52 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from codeqa.indexing.create_tables import code_tokens
 from codeqa.parsing.languages import LANGUAGES, entry_names, language_for
+from codeqa.parsing.tokens import code_tokens
 
 if TYPE_CHECKING:
-    from codeqa.search.ranking import FileHit
-    from codeqa.search.retrieval import Hit
+    from codeqa.search.results import FileHit, Hit
 
 HUB_FILES = 20  # the best candidates whose folders make hubs
 HUB_LEVELS = 2  # how many folders up a candidate counts for
 WHOLE_SHARE = 0.5  # a folder holding more of the repository's code is the program, not a part of it
 # Folders that say where code lives, not what it is: a module is named by the folder inside them.
-LAYOUT_FOLDERS = frozenset({
-    "src", "lib", "libs", "pkg", "internal", "source", "sources", "main", "java", "kotlin", "scala",
-    "app", "apps", "packages", "crates", "core", "cmd", "include", "common", "modules", "com", "org",
-    "io", "net", "dev", "go", "js", "ts", "python", "rust", "swift", "csharp",
-})
+LAYOUT_FOLDERS = frozenset(
+    {
+        "src",
+        "lib",
+        "libs",
+        "pkg",
+        "internal",
+        "source",
+        "sources",
+        "main",
+        "java",
+        "kotlin",
+        "scala",
+        "app",
+        "apps",
+        "packages",
+        "crates",
+        "core",
+        "cmd",
+        "include",
+        "common",
+        "modules",
+        "com",
+        "org",
+        "io",
+        "net",
+        "dev",
+        "go",
+        "js",
+        "ts",
+        "python",
+        "rust",
+        "swift",
+        "csharp",
+    }
+)
 # The features this module sets: a file model that weighs none of them needs no structure.
 STRUCTURE_FEATURES = frozenset({"entry", "root_entry", "hub", "name_asked", "folder_asked", "central"})
 PAGERANK_DAMPING = 0.85
@@ -83,6 +113,7 @@ def _folder(path: str) -> str:
 def _same_name(a: str, b: str) -> bool:
     def norm(s: str) -> str:
         return s.lower().replace("_", "").replace("-", "")
+
     return bool(a) and norm(a) == norm(b)
 
 
@@ -136,15 +167,15 @@ class RepoLayout:
     wide: frozenset[str]  # folders holding most of the code (`src/flask/`): the program, not a part
 
     @classmethod
-    def of(cls, files: Mapping[str, tuple[str, str]]) -> "RepoLayout":
+    def of(cls, files: Mapping[str, tuple[str, str]]) -> RepoLayout:
         folders: Counter[str] = Counter()
         code = 0
         for path, (role, language) in files.items():
             counted = role == "source" and language in LANGUAGES
             code += counted
-            parts = path.split("/")[:-1]
-            for i in range(1, len(parts) + 1):
-                folders["/".join(parts[:i])] += counted
+            segments = path.split("/")[:-1]
+            for i in range(1, len(segments) + 1):
+                folders["/".join(segments[:i])] += counted
         frozen = frozenset(folders)
         modules: dict[str, str] = {}
         entries: dict[str, str] = {}
@@ -175,7 +206,7 @@ class RepoLayout:
         return hubs
 
 
-def centrality(files: list[str], hits: list["Hit"], prior: Mapping[str, float]) -> dict[str, float]:
+def centrality(files: list[str], hits: list[Hit], prior: Mapping[str, float]) -> dict[str, float]:
     """Personalised PageRank over the candidates' reference graph, as a share of the best's:
     a file that uses a row links to the row's file and back (the wiring and the wired), the walk
     restarts at the files of the first hits (`prior`)."""
@@ -202,17 +233,23 @@ def centrality(files: list[str], hits: list["Hit"], prior: Mapping[str, float]) 
     restart = restart / restart.sum() if restart.sum() > 0 else np.full(n, 1.0 / n)
     rank = restart.copy()
     for _ in range(PAGERANK_STEPS):
-        rank = (1 - PAGERANK_DAMPING) * restart + PAGERANK_DAMPING * (matrix @ rank + restart * rank[outgoing == 0].sum())
+        rank = (1 - PAGERANK_DAMPING) * restart + PAGERANK_DAMPING * (
+            matrix @ rank + restart * rank[outgoing == 0].sum()
+        )
     top = rank.max() or 1.0
     return {path: float(rank[i] / top) for path, i in index.items()}
 
 
-def structure_features(files: Mapping[str, "FileHit"], hits: list["Hit"], question_terms: Iterable[str],
-                       layout: RepoLayout, hubs: Mapping[str, float]) -> None:
+def structure_features(
+    files: Mapping[str, FileHit],
+    hits: list[Hit],
+    question_terms: Iterable[str],
+    layout: RepoLayout,
+    hubs: Mapping[str, float],
+) -> None:
     """Set `entry`, `root_entry`, `hub`, `name_asked`, `folder_asked` and `central` on every candidate."""
     asked = {_singular(t) for t in question_terms}
-    prior = {path: file.features.get("sym_rr", 0.0) + file.features.get("bm25_rr", 0.0)
-             for path, file in files.items()}
+    prior = {path: file.features.get("sym_rr", 0.0) + file.features.get("bm25_rr", 0.0) for path, file in files.items()}
     central = centrality(list(files), hits, prior)
     for path, file in files.items():
         module = layout.modules.get(path)
@@ -223,11 +260,16 @@ def structure_features(files: Mapping[str, "FileHit"], hits: list["Hit"], questi
         # The program's own name (`flask` in `src/flask/__init__.py`) is in every question about it.
         name = _name_tokens(module_name(path, module)) if part else set()
         parents = path.split("/")[:-1]
-        folders = [_name_tokens(parents[i]) for i in range(len(parents)) if parents[i].lower() not in LAYOUT_FOLDERS
-                   and "/".join(parents[:i + 1]) not in layout.wide]
+        folders = [
+            _name_tokens(parents[i])
+            for i in range(len(parents))
+            if parents[i].lower() not in LAYOUT_FOLDERS and "/".join(parents[: i + 1]) not in layout.wide
+        ]
         file.features.update(
-            entry=float(part), root_entry=float(module is not None and not part),
+            entry=float(part),
+            root_entry=float(module is not None and not part),
             hub=math.log1p(hubs.get(path, 0.0)),
             name_asked=len(name & asked) / len(name) if name else 0.0,
             folder_asked=float(any(tokens and tokens <= asked for tokens in folders)),
-            central=central.get(path, 0.0))
+            central=central.get(path, 0.0),
+        )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from codeqa.core.config import PLATFORMS
 
 if TYPE_CHECKING:
-    from codeqa.search.ranking import FileHit
+    from codeqa.search.results import FileHit
 
 # Each platform's folder and file-name words, its own first; `unix`/`posix` serve every Unix.
 PLATFORM_WORDS: dict[str, tuple[str, ...]] = {
@@ -32,19 +32,19 @@ PLATFORM_WORDS: dict[str, tuple[str, ...]] = {
 assert tuple(PLATFORM_WORDS) == PLATFORMS, "each configurable platform needs its words here"
 _WORDS = sorted({word for words in PLATFORM_WORDS.values() for word in words}, key=len, reverse=True)
 # A platform word as a whole path segment (`unix/`, `win.rs`) or a file-name suffix (`_windows.go`).
-_PLATFORM = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(_WORDS) + r")(?=/|\.|$)|(?<=[_-])(" + "|".join(_WORDS)
-                       + r")(?=[._])", re.IGNORECASE)
+_PLATFORM = re.compile(
+    r"(?<![A-Za-z0-9])(" + "|".join(_WORDS) + r")(?=/|\.|$)|(?<=[_-])(" + "|".join(_WORDS) + r")(?=[._])", re.IGNORECASE
+)
 
 
 def twin_key(path: str) -> tuple[str, str] | None:
     """The path with its platform word blanked, and that word; None for a path without one."""
-    match = None
-    for match in _PLATFORM.finditer(path):
-        pass  # the last one: `src/unix/fs_linux.c` is the Linux twin of `src/unix/fs_darwin.c`
-    if match is None:
+    found = list(_PLATFORM.finditer(path))
+    if not found:
         return None
+    match = found[-1]  # the last one: `src/unix/fs_linux.c` is the Linux twin of `src/unix/fs_darwin.c`
     word = match.group(0)
-    return path[:match.start()] + "\0" + path[match.end():], word.lower()
+    return path[: match.start()] + "\0" + path[match.end() :], word.lower()
 
 
 def preference(word: str, platform: str) -> int:
@@ -55,7 +55,7 @@ def preference(word: str, platform: str) -> int:
     return 1 if word in words else 2
 
 
-def group_twins(files: Sequence["FileHit"], platform: str) -> list["FileHit"]:
+def group_twins(files: Sequence[FileHit], platform: str) -> list[FileHit]:
     """`files` (best first) with each group of platform twins together at its best member's
     place, the configured platform's member first; every member's `twins` names the others."""
     groups: dict[str, list[tuple[str, FileHit]]] = {}

@@ -33,32 +33,23 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import lancedb
 import psutil
 import pyarrow as pa
 
-from codeqa.indexing.create_tables import (SETTLE_SECONDS, SETTLE_TRIES, key_field, open_or_create_table,
-                                           sql_quote, table_names)
 from codeqa.core.errors import CodeQAError, user_error
+from codeqa.store import filters
+from codeqa.store.connection import SETTLE_SECONDS, SETTLE_TRIES, open_or_create_table, table_names
+from codeqa.store.schema import LOCK_SCHEMA, LOCK_TABLE
+
+if TYPE_CHECKING:
+    import lancedb
 
 log = logging.getLogger("codeqa.lock")
 
-LOCK_TABLE = "codeqa_locks"
 LEASE_SECONDS = 60.0
 POLL_SECONDS = 1.0
-
-LOCK_SCHEMA = pa.schema([
-    key_field("name"),  # the repo's name
-    ("owner", pa.string()),  # a random id per lock holder
-    ("purpose", pa.string()),  # index | rebuild | remove
-    ("host", pa.string()),
-    ("pid", pa.int64()),
-    ("process_started", pa.float64()),  # the holder's process start time: tells a reused pid apart
-    ("acquired_at", pa.float64()),
-    ("heartbeat_at", pa.float64()),
-    ("beat", pa.int64()),  # bumped by every heartbeat: what a takeover matches on
-])
 
 
 class IndexBusyError(CodeQAError):
@@ -96,8 +87,9 @@ class LockHolder:
     @property
     def activity(self) -> str:
         """What the holder is doing, for messages: `being re-indexed`."""
-        return {"index": "being indexed", "rebuild": "being re-indexed",
-                "remove": "being removed"}.get(self.purpose, "locked")
+        return {"index": "being indexed", "rebuild": "being re-indexed", "remove": "being removed"}.get(
+            self.purpose, "locked"
+        )
 
     def describe(self, now: float) -> str:
         """For messages: `pid 4242 on build-1, for 12 s`."""
@@ -113,7 +105,7 @@ def _process_alive(pid: int, started: float) -> bool:
 
 def _read(table, name: str) -> LockHolder | None:
     table.checkout_latest()
-    rows = table.search().where(f"name = {sql_quote(name)}").limit(None).to_list()
+    rows = table.search().where(filters.equals("name", name)).limit(None).to_list()
     return LockHolder(**{field: rows[0][field] for field in LOCK_SCHEMA.names}) if rows else None
 
 
@@ -138,8 +130,7 @@ class RepoLock:
     raises `LockLostError` if another run took the lock over (possible only after this process
     stalled for longer than the lease)."""
 
-    def __init__(self, db: lancedb.DBConnection, name: str, purpose: str,
-                 lease: float = LEASE_SECONDS) -> None:
+    def __init__(self, db: lancedb.DBConnection, name: str, purpose: str, lease: float = LEASE_SECONDS) -> None:
         self.db = db
         self.name = name
         self.purpose = purpose
@@ -150,10 +141,10 @@ class RepoLock:
         self._stop = threading.Event()
         self._lost = threading.Event()
         self._thread: threading.Thread | None = None
-        self._table = None
+        self._table: Any = None  # the lock table, opened by acquire()
 
     @contextmanager
-    def held(self, wait: float = 0.0) -> Iterator["RepoLock"]:
+    def held(self, wait: float = 0.0) -> Iterator[RepoLock]:
         self.acquire(wait)
         try:
             yield self
@@ -189,7 +180,8 @@ class RepoLock:
             raise LockLostError(
                 f"Another run took over the index lock of {self.name!r} while this one was stalled "
                 f"(no heartbeat for over {self.lease:g} s), so this run stopped; the index is "
-                "consistent: rerun to finish.")
+                "consistent: rerun to finish."
+            )
 
     def release(self) -> None:
         self._stop.set()
@@ -198,7 +190,9 @@ class RepoLock:
             self._thread = None
         if self._table is not None and not self._lost.is_set():
             try:
-                self._table.delete(f"name = {sql_quote(self.name)} AND owner = {sql_quote(self.owner)}")
+                self._table.delete(
+                    filters.all_of(filters.equals("name", self.name), filters.equals("owner", self.owner))
+                )
             except Exception as exc:  # noqa: BLE001 - a lock left behind goes stale; never mask the run's own error
                 _warn(f"could not release the index lock of {self.name}", exc)
 
@@ -206,29 +200,49 @@ class RepoLock:
 
     def _row(self, now: float) -> pa.Table:
         me = psutil.Process()
-        return pa.Table.from_pylist([{
-            "name": self.name, "owner": self.owner, "purpose": self.purpose,
-            "host": socket.gethostname(), "pid": os.getpid(), "process_started": me.create_time(),
-            "acquired_at": self._acquired_at or now, "heartbeat_at": now, "beat": self._beat,
-        }], schema=LOCK_SCHEMA)
+        return pa.Table.from_pylist(
+            [
+                {
+                    "name": self.name,
+                    "owner": self.owner,
+                    "purpose": self.purpose,
+                    "host": socket.gethostname(),
+                    "pid": os.getpid(),
+                    "process_started": me.create_time(),
+                    "acquired_at": self._acquired_at or now,
+                    "heartbeat_at": now,
+                    "beat": self._beat,
+                }
+            ],
+            schema=LOCK_SCHEMA,
+        )
 
     def _try_take(self, current: LockHolder | None) -> bool:
         """One attempt: insert if free, take over if stale; False if someone else holds it."""
         now = time.time()
         try:
             if current is None:
-                result = (self._table.merge_insert("name").when_not_matched_insert_all()
-                          .execute(self._row(now)))
+                result = self._table.merge_insert("name").when_not_matched_insert_all().execute(self._row(now))
                 taken = result.num_inserted_rows == 1
             elif current.is_stale(now, self.lease):
                 self._beat = current.beat + 1
-                result = (self._table.merge_insert("name").when_matched_update_all(
-                    where=f"target.owner = {sql_quote(current.owner)} AND target.beat = {current.beat}")
-                    .execute(self._row(now)))
+                result = (
+                    self._table.merge_insert("name")
+                    .when_matched_update_all(
+                        where=filters.all_of(
+                            filters.equals("target.owner", current.owner), filters.equals("target.beat", current.beat)
+                        )
+                    )
+                    .execute(self._row(now))
+                )
                 taken = result.num_updated_rows == 1
                 if taken:
-                    log.warning("took over the stale index lock of %s from %s (last heartbeat %.0f s ago)",
-                                self.name, current.describe(now), now - current.heartbeat_at)
+                    log.warning(
+                        "took over the stale index lock of %s from %s (last heartbeat %.0f s ago)",
+                        self.name,
+                        current.describe(now),
+                        now - current.heartbeat_at,
+                    )
             else:
                 return False
         except (RuntimeError, OSError, ValueError) as exc:
@@ -244,9 +258,11 @@ class RepoLock:
             now = time.time()
             self._beat += 1
             try:
-                result = (self._table.merge_insert("name")
-                          .when_matched_update_all(where=f"target.owner = {sql_quote(self.owner)}")
-                          .execute(self._row(now)))
+                result = (
+                    self._table.merge_insert("name")
+                    .when_matched_update_all(where=filters.equals("target.owner", self.owner))
+                    .execute(self._row(now))
+                )
             except Exception as exc:  # noqa: BLE001 - a missed beat is retried; the lease allows several
                 _warn(f"index lock heartbeat of {self.name} failed", exc)
                 continue
@@ -257,8 +273,10 @@ class RepoLock:
     def _busy(self, current: LockHolder | None) -> IndexBusyError:
         if current is None:  # it was released between our attempt and this message
             return IndexBusyError(f"{self.name} was locked by another run a moment ago; try again.")
-        return IndexBusyError(f"{self.name} is {current.activity} by another run ({current.describe(time.time())}); "
-                              "wait for it to finish, or pass --wait SECONDS.")
+        return IndexBusyError(
+            f"{self.name} is {current.activity} by another run ({current.describe(time.time())}); "
+            "wait for it to finish, or pass --wait SECONDS."
+        )
 
 
 def _warn(what: str, exc: BaseException) -> None:

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import LCSseq
 
-from codeqa.indexing.create_tables import open_table
-from codeqa.parsing.languages import DOC_KIND
+from codeqa.store.reader import RepoReader
 
 MAX_ITEMS = 20
 PREFIX_SCAN = 5_000  # prefix matches looked at before ranking (a one-letter prefix matches thousands)
@@ -34,8 +33,12 @@ class SymbolEntry:
     reference_count: int
 
     def completion(self) -> dict:
-        return {"value": self.qualified_name, "label": self.qualified_name,
-                "detail": f"{self.kind} · {self.file_path}:{self.start_line}", "kind": self.kind}
+        return {
+            "value": self.qualified_name,
+            "label": self.qualified_name,
+            "detail": f"{self.kind} · {self.file_path}:{self.start_line}",
+            "kind": self.kind,
+        }
 
 
 def _prefixed(keys: Sequence[str], prefix: str, limit: int = PREFIX_SCAN) -> range:
@@ -80,28 +83,31 @@ class SymbolIndex:
             return self.popular[:limit]
         key = typed.lower()
         # Same case as typed first, then shorter names; ties keep the most used first.
-        by_name = sorted(_prefixed(self._names, key), key=lambda i: (
-            not self.symbols[i].name.startswith(typed), len(self._names[i])))
+        by_name = sorted(
+            _prefixed(self._names, key), key=lambda i: (not self.symbols[i].name.startswith(typed), len(self._names[i]))
+        )
         found: dict[int, None] = dict.fromkeys(by_name)
         for j in _prefixed(self._qualified, key):
             found.setdefault(self._qualified_order[j])
         ordered = list(found)[:limit]
         if len(ordered) < limit:
-            ordered += [i for i in self._fuzzy(key, limit) if i not in found][:limit - len(ordered)]
+            ordered += [i for i in self._fuzzy(key, limit) if i not in found][: limit - len(ordered)]
         return [self.symbols[i] for i in ordered]
 
     def _fuzzy(self, key: str, limit: int) -> list[int]:
         """Symbols whose name holds the typed letters in order (`mkcart` → make_demo_cart), tightest first."""
-        matches = process.extract(key, self._distinct_keys, scorer=LCSseq.similarity, limit=limit * 4,
-                                  score_cutoff=len(key))
+        matches = process.extract(
+            key, self._distinct_keys, scorer=LCSseq.similarity, limit=limit * 4, score_cutoff=len(key)
+        )
         ranked = sorted(matches, key=lambda m: (len(m[0]), m[0]))
         return [i for name, _, _ in ranked for i in self._distinct[name]]
 
     def similar_symbols(self, name: str, limit: int = 5) -> list[SymbolEntry]:
         """The symbols an unknown name was probably meant to be."""
         last = name.replace("::", ".").rsplit(".", 1)[-1].lower()
-        close = process.extract(last, self._distinct_keys, scorer=fuzz.WRatio, limit=2 * limit,
-                                score_cutoff=SIMILAR_CUTOFF)
+        close = process.extract(
+            last, self._distinct_keys, scorer=fuzz.WRatio, limit=2 * limit, score_cutoff=SIMILAR_CUTOFF
+        )
         out: dict[str, SymbolEntry] = {}
         # WRatio finds names that hold the typed one; plain edit distance orders them (typos first).
         for key in sorted((m[0] for m in close), key=lambda k: (-fuzz.ratio(last, k), len(k))):
@@ -124,21 +130,26 @@ class SymbolIndex:
             for j in _prefixed(self._basenames, key, limit):
                 found.setdefault(self._path_order[j])
         if key and len(found) < limit:
-            matches = process.extract(key, self._lower_paths, scorer=LCSseq.similarity, limit=limit * 2,
-                                      score_cutoff=len(key))
+            matches = process.extract(
+                key, self._lower_paths, scorer=LCSseq.similarity, limit=limit * 2, score_cutoff=len(key)
+            )
             for _, _, i in sorted(matches, key=lambda m: (len(m[0]), m[0])):
                 found.setdefault(i)
-        return [{"value": self.paths[i], "label": self.paths[i], "detail": "file", "kind": "file"}
-                for i in list(found)[:limit]]
+        return [
+            {"value": self.paths[i], "label": self.paths[i], "detail": "file", "kind": "file"}
+            for i in list(found)[:limit]
+        ]
 
     def similar_paths(self, path: str, limit: int = 5) -> list[str]:
         """The indexed paths an unknown one was probably meant to be (same file name first)."""
         key = path.lower()
         base = posixpath.basename(key)
-        same_name = [self.paths[self._path_order[j]] for j in _prefixed(self._basenames, base, limit)
-                     if self._basenames[j] == base]
-        close = process.extract(key, self._lower_paths, scorer=fuzz.WRatio, limit=limit,
-                                score_cutoff=SIMILAR_CUTOFF)
+        same_name = [
+            self.paths[self._path_order[j]]
+            for j in _prefixed(self._basenames, base, limit)
+            if self._basenames[j] == base
+        ]
+        close = process.extract(key, self._lower_paths, scorer=fuzz.WRatio, limit=limit, score_cutoff=SIMILAR_CUTOFF)
         return list(dict.fromkeys(same_name + [self.paths[i] for _, _, i in close]))[:limit]
 
     def has_path(self, path: str) -> bool:
@@ -146,13 +157,10 @@ class SymbolIndex:
         return at < len(self.paths) and self.paths[at] == path
 
 
-def load_symbol_index(db, repo) -> SymbolIndex:
+def load_symbol_index(reader: RepoReader) -> SymbolIndex:
     """Read one repo's names and paths (no code, no vectors) from its tables."""
     columns = ["name", "qualified_name", "kind", "file_path", "start_line", "reference_count"]
-    symbols: list[SymbolEntry] = []
-    for kind in ("methods", "classes"):
-        rows = open_table(db, repo, kind).search().where(f"kind != '{DOC_KIND}'").select(
-            columns).limit(None).to_arrow().to_pylist()
-        symbols += [SymbolEntry(**{**row, "reference_count": row["reference_count"] or 0}) for row in rows]
-    files = open_table(db, repo, "files").search().select(["file_path"]).limit(None).to_arrow()
-    return SymbolIndex(symbols, files["file_path"].to_pylist())
+    symbols = [
+        SymbolEntry(**{**row, "reference_count": row["reference_count"] or 0}) for row in reader.symbol_names(columns)
+    ]
+    return SymbolIndex(symbols, reader.file_paths())

@@ -113,8 +113,7 @@ class Source:
 
 def numbered_sources(text: str) -> dict[int, Source]:
     """The sources a packed context's text numbers, by number (a stored context is text only)."""
-    return {int(m[1]): Source(int(m[1]), m[2], int(m[3]), int(m[4]), m[5] or "")
-            for m in _SOURCE_HEADER.finditer(text)}
+    return {int(m[1]): Source(int(m[1]), m[2], int(m[3]), int(m[4]), m[5] or "") for m in _SOURCE_HEADER.finditer(text)}
 
 
 @dataclass
@@ -168,8 +167,10 @@ def _depths(definitions: Sequence[Definition]) -> list[int]:
 def _header_of(text: FileText, span: Span) -> Definition | None:
     """The definition whose header (first line to end of signature) `span` is, if it is one
     that holds more than its header: such a span comes with the spans inside that definition."""
-    return next((d for d in text.definitions
-                 if d.start == span.start and d.signature_end == span.end and d.end > span.end), None)
+    return next(
+        (d for d in text.definitions if d.start == span.start and d.signature_end == span.end and d.end > span.end),
+        None,
+    )
 
 
 def _sources_of(text: FileText, spans: list[Span]) -> list[tuple[list[Span], list[Span]]]:
@@ -180,8 +181,9 @@ def _sources_of(text: FileText, spans: list[Span]) -> list[tuple[list[Span], lis
     own: list[Span] = []
     for span in spans:
         definition = _header_of(text, span)
-        if definition is not None and any(definition.start <= s.start and s.end <= definition.end
-                                           and _header_of(text, s) is None for s in spans):
+        if definition is not None and any(
+            definition.start <= s.start and s.end <= definition.end and _header_of(text, s) is None for s in spans
+        ):
             headers.append((span, definition))
         else:
             own.append(span)
@@ -191,8 +193,10 @@ def _sources_of(text: FileText, spans: list[Span]) -> list[tuple[list[Span], lis
             groups[-1].append(span)
         else:
             groups.append([span])
-    return [(group, [h for h, d in headers if any(d.start <= s.start and s.end <= d.end for s in group)])
-            for group in groups]
+    return [
+        (group, [h for h, d in headers if any(d.start <= s.start and s.end <= d.end for s in group)])
+        for group in groups
+    ]
 
 
 def _name_of(text: FileText, spans: list[Span]) -> str:
@@ -230,13 +234,13 @@ class _Source:
         self.name = _name_of(text, spans)
         self.opening = f"```{text.language}\n"
         self.closing = "```"
-        self.header_chars = len(Source(10 ** number_width - 1, text.path, self.start, self.end, self.name).header) + 1
+        self.header_chars = len(Source(10**number_width - 1, text.path, self.start, self.end, self.name).header) + 1
         self.shown: list[int] = []
 
     def keys(self) -> list[tuple[tuple, int]]:
         """A sort key per eligible line: (tier, ..., line number)."""
         depth_of: dict[int, int] = {}
-        for definition, depth in zip(self.text.definitions, _depths(self.text.definitions)):
+        for definition, depth in zip(self.text.definitions, _depths(self.text.definitions), strict=False):
             for line in range(definition.signature_start, definition.signature_end + 1):
                 if line in self.rank:
                     depth_of[line] = min(depth_of.get(line, depth), depth)
@@ -246,6 +250,7 @@ class _Source:
                 if line in self.rank and line not in self.matched:
                     near[line] = min(near.get(line, NEAR_LINES + 1), abs(line - m))
         out = []
+        key: tuple[int, float, float, int]
         for line, rank in self.rank.items():
             if line in self.matched:
                 key = (MATCHED, rank, 0, line)
@@ -266,13 +271,18 @@ class _Source:
         at the widest it can be)."""
         gap = len(GAP) + 1
         if not self.shown:
-            return self.header_chars + len(self.opening) + len(self.closing) + self.item_chars(line) + gap * (
-                (line > self.low) + (line < self.high))
+            return (
+                self.header_chars
+                + len(self.opening)
+                + len(self.closing)
+                + self.item_chars(line)
+                + gap * ((line > self.low) + (line < self.high))
+            )
         at = bisect_left(self.shown, line)
         before = self.shown[at - 1] if at else None
         after = self.shown[at] if at < len(self.shown) else None
         if before is None:  # a new first line: the gap before it splits
-            gaps_then, gaps_now = 1, (line > self.low) + (after > line + 1)
+            gaps_then, gaps_now = 1, (line > self.low) + (after is not None and after > line + 1)
         elif after is None:  # a new last line
             gaps_then, gaps_now = 1, (line > before + 1) + (line < self.high)
         else:
@@ -303,7 +313,7 @@ class _FileGroup:
         for source in sources:
             for label, rank in source.labels.items():
                 labels[label] = min(labels.get(label, rank), rank)
-        self.labels = sorted(labels, key=labels.get)
+        self.labels = sorted(labels, key=lambda label: labels[label])
         self.best = min(s.best for s in sources)
         self.heading = f"### {text.path} ({', '.join(self.labels)})\n"
 
@@ -365,16 +375,14 @@ def _is_prose(group: _FileGroup) -> bool:
     return language_for(group.text.path) in DOC_LANGUAGES
 
 
-def pack(spans: Sequence[Span], files: Mapping[str, FileText], budget_tokens: int,
-         notes: Sequence[str] = ()) -> Packed:
+def pack(spans: Sequence[Span], files: Mapping[str, FileText], budget_tokens: int, notes: Sequence[str] = ()) -> Packed:
     """Pack spans (of files in `files`) and notes into at most `budget_tokens` tokens."""
     limit = _chars_for(budget_tokens)
     notes_text, kept_notes = _notes_block(notes, limit)
     used = len(notes_text)
     groups = _file_groups(spans, files)
     sources = [(group, source) for group in groups for source in group.sources]
-    candidates = sorted((key, index, line) for index, (_, source) in enumerate(sources)
-                        for key, line in source.keys())
+    candidates = sorted((key, index, line) for index, (_, source) in enumerate(sources) for key, line in source.keys())
     blocks = 1 if notes_text else 0
     skipped_structure = False
     full: set[tuple[int, int]] = set()  # (tier, source) whose next line did not fit

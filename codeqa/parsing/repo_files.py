@@ -42,18 +42,79 @@ from pathlib import Path, PurePosixPath
 import pathspec
 
 from codeqa.core.errors import CodeQAError, is_valid_unicode
-from codeqa.parsing.languages import (DOC_LANGUAGES, OTHER_LANGUAGE, VCS_FILES, VENDORED_DIRS, VENDORED_MARKERS,
-                                      is_secret, language_for, language_from_content, needs_content)
+from codeqa.parsing.languages import (
+    DOC_LANGUAGES,
+    OTHER_LANGUAGE,
+    VCS_FILES,
+    VENDORED_DIRS,
+    VENDORED_MARKERS,
+    is_secret,
+    language_for,
+    language_from_content,
+    needs_content,
+)
 
 BINARY_EXTENSIONS = frozenset(
     {
-        ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tiff", ".psd",
-        ".pdf", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".tar", ".jar",
-        ".war", ".class", ".so", ".dylib", ".dll", ".exe", ".o", ".a", ".lib", ".obj",
-        ".pyc", ".pyo", ".whl", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp3",
-        ".mp4", ".wav", ".ogg", ".flac", ".mov", ".avi", ".mkv", ".sqlite", ".db",
-        ".bin", ".npy", ".npz", ".pkl", ".parquet", ".onnx", ".pt", ".gguf", ".wasm",
-        ".swp", ".swo", ".swx",  # vim's swap files: an editor writes them on every change
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+        ".bmp",
+        ".ico",
+        ".webp",
+        ".tiff",
+        ".psd",
+        ".pdf",
+        ".zip",
+        ".gz",
+        ".tgz",
+        ".bz2",
+        ".xz",
+        ".7z",
+        ".rar",
+        ".tar",
+        ".jar",
+        ".war",
+        ".class",
+        ".so",
+        ".dylib",
+        ".dll",
+        ".exe",
+        ".o",
+        ".a",
+        ".lib",
+        ".obj",
+        ".pyc",
+        ".pyo",
+        ".whl",
+        ".woff",
+        ".woff2",
+        ".ttf",
+        ".otf",
+        ".eot",
+        ".mp3",
+        ".mp4",
+        ".wav",
+        ".ogg",
+        ".flac",
+        ".mov",
+        ".avi",
+        ".mkv",
+        ".sqlite",
+        ".db",
+        ".bin",
+        ".npy",
+        ".npz",
+        ".pkl",
+        ".parquet",
+        ".onnx",
+        ".pt",
+        ".gguf",
+        ".wasm",
+        ".swp",
+        ".swo",
+        ".swx",  # vim's swap files: an editor writes them on every change
     }
 )
 BINARY_SNIFF_BYTES = 8192
@@ -142,7 +203,7 @@ def _is_ignored(rel_path: str, is_dir: bool, layers: tuple[_IgnoreLayer, ...]) -
     for layer in reversed(layers):
         if not rel_path.startswith(layer.base):
             continue
-        local = rel_path[len(layer.base):] + ("/" if is_dir else "")
+        local = rel_path[len(layer.base) :] + ("/" if is_dir else "")
         verdict = layer.spec.check_file(local).include
         if verdict is not None:
             return verdict
@@ -212,8 +273,12 @@ def _looks_minified(rel_path: str, data: bytes) -> bool:
 
 # Byte-order marks of the encodings other than UTF-8 a source file is found in (Windows tools
 # write UTF-16 with a BOM). UTF-32's little-endian mark starts with UTF-16's: test it first.
-_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
-         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 
 
 def bom_encoding(data: bytes) -> str | None:
@@ -282,9 +347,7 @@ class _Walker:
                 self._visit_file(entry, rel_path, layers, neighbours)
         return subdirs
 
-    def _keep_dir(
-        self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...]
-    ) -> bool:
+    def _keep_dir(self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...]) -> bool:
         if _is_vendored_dir(entry.name, entry.path):
             self.report.skip("vendored", rel_path + "/")
             return False
@@ -294,7 +357,10 @@ class _Walker:
         return True
 
     def _visit_file(
-        self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...],
+        self,
+        entry: os.DirEntry[str],
+        rel_path: str,
+        layers: tuple[_IgnoreLayer, ...],
         neighbours: frozenset[str],
     ) -> None:
         found = self._check_file(entry, rel_path, layers, neighbours)
@@ -304,7 +370,10 @@ class _Walker:
             self.report.files.append(found)
 
     def _check_file(
-        self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...],
+        self,
+        entry: os.DirEntry[str],
+        rel_path: str,
+        layers: tuple[_IgnoreLayer, ...],
         neighbours: frozenset[str],
     ) -> FoundFile | str:
         """Checks cheapest first (content only where the name leaves the language open): the
@@ -378,8 +447,9 @@ class ChangeFilter:
                 layers = (*layers, layer)
             if part is None:
                 break
-            if _is_vendored_dir(part, os.path.join(self.root, rel_dir, part)) or \
-                    _is_ignored(rel_dir + part, True, layers):
+            if _is_vendored_dir(part, os.path.join(self.root, rel_dir, part)) or _is_ignored(
+                rel_dir + part, True, layers
+            ):
                 return False
             rel_dir += part + "/"
         abs_path = os.path.join(self.root, rel_path)
@@ -407,9 +477,17 @@ def read_source(found: FoundFile, max_file_bytes: int) -> SourceFile | str:
     text, replaced = decode_text(data)
     if found.language not in DOC_LANGUAGES and _looks_minified(found.path, text.encode("utf-8", "replace")):
         return "minified"
-    return SourceFile(path=found.path, abs_path=found.abs_path, language=found.language,
-                      size=len(data), mtime_ns=found.mtime_ns, text=text,
-                      sha256=hash_bytes(data), decoded_with_replacement=replaced, encoding=encoding or "utf-8")
+    return SourceFile(
+        path=found.path,
+        abs_path=found.abs_path,
+        language=found.language,
+        size=len(data),
+        mtime_ns=found.mtime_ns,
+        text=text,
+        sha256=hash_bytes(data),
+        decoded_with_replacement=replaced,
+        encoding=encoding or "utf-8",
+    )
 
 
 def walk_repo(root: Path, max_file_bytes: int = 1_000_000) -> WalkReport:

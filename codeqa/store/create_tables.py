@@ -1,0 +1,219 @@
+"""Creating and writing a repo's tables: the index's one writer (the indexer drives it).
+
+Crash safety comes from ordering, not transactions: a file's rows are replaced (one atomic
+merge per table) before its manifest entry is written, so after a crash the manifest still
+holds the old hash and the next run redoes that file; every step is idempotent.
+
+Duplicates are impossible by construction: every table declares its key (`id`, `file_path`,
+`name`) its primary key and is written only by merge-inserts on it, and LanceDB's commit
+rejects a concurrent merge that inserts a key another one just inserted (the loser retries
+against the winner's rows). `lease.py` keeps to one run per repo on top of that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from codeqa.core.records import ManifestEntry, RepoInfo
+from codeqa.parsing.languages import DOC_KIND, MODULE_KIND
+from codeqa.store import filters
+from codeqa.store.connection import open_or_create_table, table_names
+from codeqa.store.filters import HAS_VECTOR, NO_VECTOR, Where
+from codeqa.store.registry import table_name
+from codeqa.store.rows import EMBEDDED_COLUMNS
+from codeqa.store.schema import ANN_MIN_ROWS, FILE_TEXT_COLUMN, FILES_SCHEMA, FTS_COLUMNS, ROW_TABLES, row_schema
+
+if TYPE_CHECKING:
+    import lancedb
+
+DELETE_CHUNK = 500  # file paths per delete or vector read: bounds the length of one filter
+
+
+def _chunks(items: Sequence, size: int) -> Iterable[Sequence]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _scan(table: Any, columns: list[str], where: Where | None = None) -> pa.Table:
+    """Read only some columns (never the vectors unless asked) of the matching rows."""
+    query = table.search().select(columns).limit(None)
+    return (query.where(where) if where else query).to_arrow()
+
+
+class RepoTables:
+    """The row tables and the manifest of one repo, and the writes the indexer needs."""
+
+    def __init__(self, db: lancedb.DBConnection, info: RepoInfo) -> None:
+        self.db = db
+        self.info = info
+        existing = table_names(db)
+        dim = info.embedding_dim
+        self.methods = self._open(existing, "methods", row_schema(dim, "methods"))
+        self.classes = self._open(existing, "classes", row_schema(dim, "classes"))
+        self.modules = self._open(existing, "modules", row_schema(dim, "modules"))
+        self.files = self._open(existing, "files", FILES_SCHEMA)
+
+    def _open(self, existing: set[str], kind: str, schema: pa.Schema) -> Any:
+        name = table_name(self.info, kind)
+        if name not in existing:
+            return self.db.create_table(name, schema=schema, exist_ok=True)
+        return open_or_create_table(self.db, name, schema)
+
+    @property
+    def symbol_tables(self) -> tuple[Any, Any]:
+        """The tables of definitions (and docs sections): the ones references are resolved for."""
+        return (self.methods, self.classes)
+
+    @property
+    def row_tables(self) -> tuple[Any, Any, Any]:
+        """Every table of searchable rows (`ROW_TABLES`)."""
+        return (self.methods, self.classes, self.modules)
+
+    def manifest(self) -> dict[str, ManifestEntry]:
+        rows = _scan(self.files, FILES_SCHEMA.names).to_pylist()
+        return {r["file_path"]: ManifestEntry.from_row(r) for r in rows}
+
+    def stored_file_paths(self) -> set[str]:
+        """Every file path that has rows, manifest or not (finds leftovers of a crash)."""
+        paths: set[str] = set()
+        for table in self.row_tables:
+            paths.update(_scan(table, ["file_path"])["file_path"].to_pylist())
+        return paths
+
+    def cached_vectors(self, file_paths: Sequence[str]) -> dict[str, np.ndarray]:
+        """text_hash → vector for rows about to be replaced, so unchanged symbols keep theirs."""
+        cache: dict[str, np.ndarray] = {}
+        for table in self.row_tables:
+            for chunk in _chunks(list(file_paths), DELETE_CHUNK):
+                found = _scan(
+                    table, ["text_hash", "vector"], filters.all_of(filters.is_in("file_path", chunk), HAS_VECTOR)
+                )
+                for text_hash, vector in zip(
+                    found["text_hash"].to_pylist(), found["vector"].to_numpy(zero_copy_only=False), strict=False
+                ):
+                    cache[text_hash] = vector
+        return cache
+
+    def rows_without_vectors(self, table: Any) -> list[dict]:
+        """The rows of `table` still waiting for their vector, with what `embedding_text` reads."""
+        columns = [c for c in EMBEDDED_COLUMNS if c in table.schema.names]
+        return _scan(table, columns, NO_VECTOR).to_pylist()
+
+    def store_vectors(self, table: Any, ids: Sequence[str], vectors: np.ndarray) -> None:
+        """Write the vectors of these rows (matched on id); their other columns stay as they are."""
+        schema = pa.schema([table.schema.field("id"), table.schema.field("vector")])
+        data = pa.Table.from_arrays(
+            [
+                pa.array(list(ids), pa.string()),
+                pa.FixedSizeListArray.from_arrays(
+                    pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel()), self.info.embedding_dim
+                ),
+            ],
+            schema=schema,
+        )
+        table.merge_insert("id").when_matched_update_all().execute(data)
+
+    def vector_counts(self) -> tuple[int, int]:
+        """(rows, rows without a vector yet) over the row tables."""
+        return (sum(t.count_rows() for t in self.row_tables), sum(t.count_rows(NO_VECTOR) for t in self.row_tables))
+
+    def delete_files(self, file_paths: Sequence[str]) -> None:
+        """Remove rows first, manifest entries last (see module docstring)."""
+        for chunk in _chunks(list(file_paths), DELETE_CHUNK):
+            for table in self.row_tables:
+                table.delete(filters.is_in("file_path", chunk))
+            self.files.delete(filters.is_in("file_path", chunk))
+
+    def replace_files(self, entries: Sequence[ManifestEntry], rows: Mapping[str, list[dict]]) -> None:
+        """Swap in the new rows of these files, by table name (one atomic merge per table: a
+        search never sees a file without rows), then record them in the manifest. A row's
+        vector may be None: it waits for `fill_vectors` (null, which vector search skips)."""
+        if not entries:
+            return
+        of_files = filters.is_in("file_path", [entry.file_path for entry in entries])
+        for name, table in zip(ROW_TABLES, self.row_tables, strict=False):
+            data = pa.Table.from_pylist(rows.get(name, []), schema=table.schema)
+            (
+                table.merge_insert("id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .when_not_matched_by_source_delete(of_files)
+                .execute(data, on_bad_vectors="null")
+            )
+        self.update_manifest(entries)
+
+    def update_manifest(self, entries: Sequence[ManifestEntry]) -> None:
+        """Write manifest entries (insert or replace by path)."""
+        if not entries:
+            return
+        rows = pa.Table.from_pylist([entry.to_row() for entry in entries], schema=FILES_SCHEMA)
+        self.files.merge_insert("file_path").when_matched_update_all().when_not_matched_insert_all().execute(rows)
+
+    def stored_reference_hashes(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for table in self.symbol_tables:
+            data = _scan(table, ["id", "references_hash"])
+            out.update(zip(data["id"].to_pylist(), data["references_hash"].to_pylist(), strict=False))
+        return out
+
+    def total_references(self) -> int:
+        return sum(sum(_scan(t, ["reference_count"])["reference_count"].to_pylist()) for t in self.symbol_tables)
+
+    def update_references(self, table_name: str, updates: list[dict]) -> None:
+        """Rewrite only the reference columns of the given rows (matched on id)."""
+        if not updates:
+            return
+        table = self.methods if table_name == "methods" else self.classes
+        schema = pa.schema([table.schema.field(n) for n in ("id", "references", "reference_count", "references_hash")])
+        for chunk in _chunks(updates, 2000):
+            data = pa.Table.from_pylist(list(chunk), schema=schema)
+            table.merge_insert("id").when_matched_update_all().execute(data)
+
+    def finish(self) -> None:
+        """Create missing indexes, fold new rows into them and compact; old versions go after a
+        grace period (a reader may still be on one). The vector index waits for the vectors:
+        built while rows still lack theirs, it would hold only some (later rows are searched
+        flat until the next compaction folds them in)."""
+        from lancedb.index import FTS, BTree, HnswSq
+
+        for table in self.row_tables:
+            rows = table.count_rows()
+            if rows == 0:
+                continue
+            indexed = {tuple(ix.columns) for ix in table.list_indices()}
+            if ("vector",) not in indexed and rows >= ANN_MIN_ROWS and not table.count_rows(NO_VECTOR):
+                table.create_index("vector", config=HnswSq(distance_type="cosine", num_partitions=max(1, rows // 8192)))
+            if ("file_path",) not in indexed:  # a search reads the best files' every definition
+                table.create_index("file_path", config=BTree())
+            text_columns = FTS_COLUMNS + ((FILE_TEXT_COLUMN,) if table is self.modules else ())
+            for column in text_columns:
+                if (column,) not in indexed:
+                    stem = column == "search_text"
+                    table.create_index(
+                        column,
+                        config=FTS(
+                            base_tokenizer="whitespace",
+                            stem=stem,
+                            remove_stop_words=stem,
+                            lower_case=True,
+                            ascii_folding=False,
+                            max_token_length=64,
+                        ),
+                    )
+            table.optimize(cleanup_older_than=timedelta(minutes=10))
+        self.files.optimize(cleanup_older_than=timedelta(minutes=10))
+
+    def counts(self) -> dict[str, int]:
+        docs = self.classes.count_rows(filters.equals("kind", DOC_KIND))
+        return {
+            "methods": self.methods.count_rows(),
+            "classes": self.classes.count_rows() - docs,
+            "docs": docs,
+            "modules": self.modules.count_rows(filters.equals("kind", MODULE_KIND)),
+            "files": self.files.count_rows(),
+        }

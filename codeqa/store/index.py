@@ -1,0 +1,59 @@
+"""The index as a whole: one database's registry, and a reader for each repo in it.
+
+Datasette's shape: one object owns a database and its queries, and every face asks it. Search
+(`Retriever`), the chat's commands (`CommandResolver`) and the MCP tools share one `Index`, so
+a repo's tables are opened once per generation, whoever reads them.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from codeqa.core.config import Settings
+from codeqa.core.records import RepoInfo
+from codeqa.store import lease, registry
+from codeqa.store.connection import connect
+from codeqa.store.gate import read_indexed_file
+from codeqa.store.reader import RepoReader
+
+if TYPE_CHECKING:
+    import lancedb
+
+
+class Index:
+    """Every indexed repo of one LanceDB database; safe to share between threads."""
+
+    def __init__(self, db: lancedb.DBConnection) -> None:
+        self.db = db
+        self._lock = threading.Lock()
+        self._readers: dict[str, RepoReader] = {}  # repo → the reader of its current generation
+
+    @classmethod
+    def connect(cls, settings: Settings) -> Index:
+        """The index at `settings.database_uri`."""
+        return cls(connect(settings))
+
+    def repos(self) -> list[RepoInfo]:
+        """Every indexed repo, by name."""
+        return registry.list_repos(self.db)
+
+    def repo(self, name: str) -> RepoInfo:
+        """One indexed repo; `UnknownRepoError` (404) suggests close names."""
+        return registry.get_repo(self.db, name)
+
+    def reader(self, repo: RepoInfo) -> RepoReader:
+        """The reader of the repo's tables, one per generation: a re-index to new tables reads those."""
+        with self._lock:
+            reader = self._readers.get(repo.name)
+            if reader is None or reader.info.prefix != repo.prefix:
+                reader = self._readers[repo.name] = RepoReader(self.db, repo)
+            return reader
+
+    def read_file(self, repo: RepoInfo, path: object) -> str:
+        """The text of a file of the repo's index, as it was indexed; anything else is refused."""
+        return read_indexed_file(self.reader(repo), path)
+
+    def lock_holder(self, name: str) -> lease.LockHolder | None:
+        """Who is (re-)indexing or removing the repo now, if anyone."""
+        return lease.holder(self.db, name)
