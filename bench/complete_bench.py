@@ -1,6 +1,6 @@
 """Autocomplete latency: GET /api/complete against `python app.py` on the Django sdist index.
 
-    python bench/complete_bench.py [--symbols 150] [--paths 50] [--json out.json]
+    python -m bench.complete_bench [--symbols 150] [--paths 50] [--json out.json]
 
 Requests are what the message box sends while someone types: `@`, then `@definition ` /
 `@references ` followed by the first 1-8 characters of real symbol names (and of names with
@@ -34,15 +34,14 @@ from threading import Thread
 from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANCEDB_LOG", "error")
 
-from codeqa.indexing import create_tables  # noqa: E402
-from codeqa.core.config import Settings  # noqa: E402
-from codeqa.core.servers import free_port, start_server  # noqa: E402
-from search_bench import DATA as SEARCH_DATA, REPO, summary  # noqa: E402
+from codeqa.store import registry
+from codeqa.store.connection import connect
+from codeqa.core.config import Settings
+from codeqa.core.servers import free_port, start_server
+from bench.search_bench import DATA as SEARCH_DATA, REPO, summary
 
 STUB_DATA = ROOT / "bench" / ".cache" / "complete-data"
 STUB_DIM = 384
@@ -91,15 +90,16 @@ def stub_settings(url: str) -> Settings:
 def indexed(settings: Settings) -> bool:
     """Whether a finished index run of the sdist is there (an interrupted one has no stats yet)."""
     return any(info.name == REPO and info.stats.files
-               for info in create_tables.list_repos(create_tables.connect(settings)))
+               for info in registry.list_repos(connect(settings)))
 
 
 def sample_requests(settings: Settings, symbols: int, paths: int) -> list[str]:
     """The `text` values a typing user sends, in a random but repeatable order."""
     from codeqa.chat.resolver import CommandResolver
+    from codeqa.store.index import Index
 
-    db = create_tables.connect(settings)
-    index = CommandResolver(db).symbol_index(create_tables.get_repo(db, REPO))
+    db = connect(settings)
+    index = CommandResolver(Index(db)).symbol_index(registry.get_repo(db, REPO))
     rng = random.Random(11)
     texts = ["@", "how is this done? @", "@def", "@ref", "@fi", "@sym"]
     for entry in rng.sample(index.symbols, symbols):
@@ -159,7 +159,7 @@ def main() -> None:
             index_repo(fetch_source("django==5.2.8"), settings, name=REPO, progress=True)
             env.update({"CODEQA_EMBEDDING_PROVIDER": "openai", "CODEQA_EMBEDDING_MODEL": "hash-384",
                         "CODEQA_EMBEDDING_BASE_URL": url})
-        info = create_tables.get_repo(create_tables.connect(settings), REPO)
+        info = registry.get_repo(connect(settings), REPO)
         rows = info.stats.methods + info.stats.classes + info.stats.docs
         texts = sample_requests(settings, args.symbols, args.paths)
         port = free_port()

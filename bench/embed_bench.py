@@ -1,6 +1,6 @@
 """Embedding throughput and agreement: torch fp32, onnxruntime fp32, onnxruntime int8 (shipped).
 
-    python bench/embed_bench.py [--package django==5.2.8] [--texts 512] [--threads 1 2]
+    python -m bench.embed_bench [--package django==5.2.8] [--texts 512] [--threads 1 2]
                                 [--batch 16 32 64] [--max-tokens 128] [--json out.json]
 
 The texts are the indexer's own embedding texts (`embedding_text` of every row) of the first
@@ -21,18 +21,15 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from codeqa.indexing import create_tables  # noqa: E402
-from codeqa.indexing.embeddings import LocalEmbedder, local_model  # noqa: E402
-from codeqa.indexing.indexer import file_rows  # noqa: E402
-from codeqa.indexing.repo_files import walk_repo  # noqa: E402
-from index_bench import CACHE, fetch_source  # noqa: E402
+from codeqa.store.rows import embedding_text
+from codeqa.indexing.embeddings import LocalEmbedder, local_model
+from codeqa.indexing.indexer import file_rows
+from codeqa.parsing.repo_files import walk_repo
+from bench.index_bench import CACHE, fetch_source
 
 
 def corpus(root: Path, count: int) -> list[str]:
@@ -40,7 +37,7 @@ def corpus(root: Path, count: int) -> list[str]:
     texts: list[str] = []
     for file in walk_repo(root).read_all():
         for rows in file_rows("bench", file, mtime_ns=0).rows.values():
-            texts += [create_tables.embedding_text(row) for row in rows]
+            texts += [embedding_text(row) for row in rows]
         if len(texts) >= count:
             break
     return texts[:count]

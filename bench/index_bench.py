@@ -1,7 +1,7 @@
 """Indexing benchmark on a real source tree that pip can fetch offline (Django's sdist).
 
-    python bench/index_bench.py [--package django==5.2.8] [--subdir django] [--path TREE] [--json out.json]
-    python bench/index_bench.py --parse-path MIXED_TREE --parse-only   # parse speed of a mixed corpus
+    python -m bench.index_bench [--package django==5.2.8] [--subdir django] [--path TREE] [--json out.json]
+    python -m bench.index_bench --parse-path MIXED_TREE --parse-only   # parse speed of a mixed corpus
 
 Reports parse + extract + references throughput (one core; per language too, with the share of
 files that have syntax errors), embedding throughput of the
@@ -26,12 +26,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from codeqa.indexing import indexer  # noqa: E402
-from codeqa.core.config import Settings  # noqa: E402
-from codeqa.core.records import RepoStats  # noqa: E402
+from codeqa.indexing import indexer
+from codeqa.core.config import Settings
+from codeqa.core.records import RepoStats
 
 CACHE = ROOT / "bench" / ".cache"
 
@@ -63,7 +62,7 @@ def _parse_once(root: Path) -> dict:
     here too), timed as `indexer.file_rows` builds its rows."""
     from codeqa.parsing.languages import DOC_LANGUAGES
     from codeqa.parsing.references import resolve_references
-    from codeqa.indexing.repo_files import walk_repo
+    from codeqa.parsing.repo_files import walk_repo
 
     code = [f for f in walk_repo(root).read_all() if f.language not in DOC_LANGUAGES]
     size = sum(f.size for f in code)
@@ -97,10 +96,13 @@ def _parse_once(root: Path) -> dict:
 
 def bench_embedding(root: Path, sample: int) -> dict:
     """Indexer embedding path vs raw SentenceTransformer.encode on the same texts."""
-    from codeqa.indexing import create_tables
+    from codeqa.indexing.vectors import embedding_batches
+    from codeqa.store import registry
+    from codeqa.store.connection import connect
+    from codeqa.store.rows import embedding_text
     from codeqa.indexing.embeddings import LocalEmbedder
     from codeqa.parsing.languages import DOC_LANGUAGES
-    from codeqa.indexing.repo_files import walk_repo
+    from codeqa.parsing.repo_files import walk_repo
 
     rows = []
     for f in walk_repo(root).read_all():
@@ -111,7 +113,7 @@ def bench_embedding(root: Path, sample: int) -> dict:
         if len(rows) >= sample:
             break
     rows = rows[:sample]
-    texts = [create_tables.embedding_text(r) for r in rows]
+    texts = [embedding_text(r) for r in rows]
     embedder = LocalEmbedder()
     embedder.embed(texts[:8])  # load and warm up
     model = embedder._load()
@@ -121,7 +123,7 @@ def bench_embedding(root: Path, sample: int) -> dict:
         model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True)
         raw_runs.append(time.perf_counter() - start)
         start = time.perf_counter()
-        for batch in create_tables.embedding_batches(rows, indexer.VECTOR_BATCH):  # as fill_vectors does
+        for batch in embedding_batches(rows, indexer.VECTOR_BATCH):  # as fill_vectors does
             embedder.embed(batch.texts)
         our_runs.append(time.perf_counter() - start)
     raw_s, ours_s = min(raw_runs), min(our_runs)
@@ -136,8 +138,11 @@ def run_index(root: Path, data_dir: Path) -> tuple[float, RepoStats]:
     subprocess.run([sys.executable, str(ROOT / "preprocessing.py"), "index", str(root), "--name", "bench",
                     "--no-progress"], env=env, check=True, stdout=subprocess.DEVNULL)
     elapsed = time.perf_counter() - start
-    from codeqa.indexing import create_tables
-    info = create_tables.get_repo(create_tables.connect(Settings(data_dir=data_dir)), "bench")
+    from codeqa.indexing.vectors import embedding_batches
+    from codeqa.store import registry
+    from codeqa.store.connection import connect
+    from codeqa.store.rows import embedding_text
+    info = registry.get_repo(connect(Settings(data_dir=data_dir)), "bench")
     return elapsed, info.stats
 
 

@@ -1,6 +1,6 @@
 """20 simulated users doing search and chat against the production server (waitress).
 
-    python bench/load_bench.py [--users 20] [--seconds 90] [--data-dir DIR --repo NAME]
+    python -m bench.load_bench [--users 20] [--seconds 90] [--data-dir DIR --repo NAME]
 
 Starts `python app.py` on a loopback port with the embedded Redis and LLM, then each user
 (own cookie session) loops: four searches, then one @codebase chat read as a stream, pausing
@@ -28,9 +28,8 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from codeqa.core.servers import free_port, start_server  # noqa: E402
+from codeqa.core.servers import free_port, start_server
 
 QUESTIONS = ["how are database migrations applied", "where is the CSRF token checked",
              "how does the template engine find templates", "where are URL patterns resolved",

@@ -1,6 +1,6 @@
 """Search latency on a large index (Django 5.2.8's whole sdist: ~40,000 symbols).
 
-    python bench/search_bench.py [--queries 200] [--with-llm] [--json out.json] [--data-dir DIR --repo NAME]
+    python -m bench.search_bench [--queries 200] [--with-llm] [--json out.json] [--data-dir DIR --repo NAME]
 
 Plain search (HyDE and rerank off, one torch thread, query embedding included) is timed on
 queries made from the index's own docstrings. `--with-llm` also measures the HyDE cost per
@@ -22,11 +22,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANCEDB_LOG", "error")
 
-from codeqa.core.config import Settings  # noqa: E402
+from codeqa.core.config import Settings
 
 DATA = ROOT / "bench" / ".cache" / "search-data"
 REPO = "django-sdist"
@@ -53,18 +52,20 @@ def ensure_index(settings: Settings) -> dict:
 
 
 def docstring_queries(settings: Settings, count: int, repo: str = REPO) -> list[str]:
-    from codeqa.indexing import create_tables
+    from codeqa.store import registry
+    from codeqa.store.connection import connect
 
-    db = create_tables.connect(settings)
-    info = create_tables.get_repo(db, repo)
-    rows = create_tables.open_table(db, info, "methods").search().where("doc != ''").select(["doc"]).limit(
+    db = connect(settings)
+    info = registry.get_repo(db, repo)
+    rows = registry.open_table(db, info, "methods").search().where("doc != ''").select(["doc"]).limit(
         None).to_list()
     random.Random(7).shuffle(rows)
     return [r["doc"].strip().splitlines()[0][:200] for r in rows[:count]]
 
 
 def bench_search(settings: Settings, queries: list[str], repo: str = REPO) -> dict:
-    from codeqa.search.retrieval import Retriever, SearchOptions
+    from codeqa.search.retrieval import Retriever
+    from codeqa.search.options import SearchOptions
 
     retriever = Retriever(settings, threads=1)
     options = SearchOptions(k=10, hyde=False, rerank=False)
@@ -81,7 +82,8 @@ def bench_search(settings: Settings, queries: list[str], repo: str = REPO) -> di
 
 def bench_rerank(settings: Settings, queries: list[str], repo: str = REPO) -> dict:
     """The rerank stage's own time and the whole search's with it, one thread."""
-    from codeqa.search.retrieval import Retriever, SearchOptions
+    from codeqa.search.retrieval import Retriever
+    from codeqa.search.options import SearchOptions
 
     retriever = Retriever(settings, threads=1)
     options = SearchOptions(k=10, hyde=False, rerank=True)
@@ -101,7 +103,8 @@ def bench_llm(settings: Settings, queries: list[str], repo: str = REPO) -> dict:
     from codeqa.chat.context import ContextBuilder
     from codeqa.llm.client import LLMClient
     from codeqa.chat.resolver import CommandResolver
-    from codeqa.search.retrieval import Retriever, SearchOptions
+    from codeqa.search.retrieval import Retriever
+    from codeqa.search.options import SearchOptions
 
     llm = LLMClient(settings)
     retriever = Retriever(settings, llm=llm, threads=1)
@@ -111,7 +114,7 @@ def bench_llm(settings: Settings, queries: list[str], repo: str = REPO) -> dict:
         hyde_costs.append(sum(result.timings_ms.get(s, 0.0) for s in ("hyde", "first_search", "expansion")))
     with tempfile.TemporaryDirectory() as tmp:
         store = ChatStore.connect("", Path(tmp))
-        chat = ChatService(ContextBuilder(retriever, CommandResolver(retriever.db)), store, llm,
+        chat = ChatService(ContextBuilder(retriever, CommandResolver(retriever.index)), store, llm,
                            ChatBudget.from_settings(settings))
         first_tokens, totals = [], []
         for index, query in enumerate(queries):

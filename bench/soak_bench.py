@@ -1,6 +1,6 @@
 """Soak: two indexers and 20 searching clients against one live server, for a bounded time.
 
-    python bench/soak_bench.py [--seconds 60] [--clients 20] [--json]
+    python -m bench.soak_bench [--seconds 60] [--clients 20] [--json]
 
 On a copy of the fixture repo: index it once, start `python app.py` (waitress, embedded Redis,
 no LLM), then at the same time
@@ -33,9 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from codeqa.core.servers import free_port, start_server  # noqa: E402
+from codeqa.core.servers import free_port, start_server
 
 REPO = "soak"
 QUERIES = ["how is the cart total computed", "parse an order CSV", "format a price for display",
@@ -125,12 +124,12 @@ def _duplicates(data_dir: Path) -> dict[str, int]:
     """Rows whose key another row of the same table has, per table of the database."""
     import lancedb
 
-    from codeqa.indexing import create_tables
+    from codeqa.store.connection import table_names
 
     db = lancedb.connect(str(data_dir / "lancedb"))
     keys = {"methods": "id", "classes": "id", "modules": "id", "files": "file_path"}
     found: dict[str, int] = {}
-    for table in sorted(create_tables.table_names(db)):
+    for table in sorted(table_names(db)):
         kind = table.rsplit("__", 1)[-1]
         key = keys.get(kind) or {"codeqa_repos": "name", "codeqa_locks": "name"}[table]
         values = db.open_table(table).to_arrow()[key].to_pylist()

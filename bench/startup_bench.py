@@ -1,6 +1,6 @@
 """Start-up, re-index and memory of each process, as a user meets them (the sample repo).
 
-    python bench/startup_bench.py [--checkout DIR [DIR ...]] [--runs 5] [--json out.json]
+    python -m bench.startup_bench [--checkout DIR [DIR ...]] [--runs 5] [--json out.json]
 
 From the shell prompt to the printed result, in fresh processes: `codeqa --help`, a CLI
 search, a one-file re-index, and an MCP server from its start to its first `search_code`
@@ -29,11 +29,9 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
-from codeqa.core.servers import free_port, start_server  # noqa: E402
-from mcp_client import mcp_session  # noqa: E402
+from codeqa.core.servers import free_port, start_server
+from tests.mcp_client import mcp_session
 
 SAMPLE = ROOT / "tests" / "fixtures" / "sample_repo"
 QUERY = "helper function that doubles the area"

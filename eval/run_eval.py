@@ -1,9 +1,9 @@
 """Retrieval eval: labelled questions on Flask 3.1.3's sdist, scored per search configuration.
 
-    python eval/run_eval.py                      # vector, bm25, hybrid-rrf, +rerank
-    python eval/run_eval.py --configs hybrid-rrf --pool 30 --pool 60
-    python eval/run_eval.py --with-llm --limit 10 # adds +hyde (embedded Qwen on CPU: slow)
-    python eval/run_eval.py --json eval/.cache/raw.json
+    python -m eval.run_eval                      # vector, bm25, hybrid-rrf, +rerank
+    python -m eval.run_eval --configs hybrid-rrf --pool 30 --pool 60
+    python -m eval.run_eval --with-llm --limit 10 # adds +hyde (embedded Qwen on CPU: slow)
+    python -m eval.run_eval --json eval/.cache/raw.json
 
 The corpus is fetched from PyPI with pip (sha256-pinned) and unpacked into eval/.cache/,
 then indexed into eval/.cache/data with CodeQA's own indexer; later runs reuse the index.
@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 EVAL_DIR = Path(__file__).resolve().parent
-sys.path.insert(0, str(EVAL_DIR.parent))
 os.environ.setdefault("LANCEDB_LOG", "error")  # lance's per-query deprecation warnings drown the report
 
-from codeqa.core.config import Settings  # noqa: E402
-from codeqa.indexing.indexer import index_repo  # noqa: E402
-from codeqa.indexing import create_tables as tables_mod  # noqa: E402
+from codeqa.core.config import Settings
+from codeqa.indexing.indexer import index_repo
+from codeqa.store import create_tables, registry
+from codeqa.store.connection import connect
 
 CACHE_DIR = EVAL_DIR / ".cache"
 QUESTIONS = EVAL_DIR / "questions.jsonl"
@@ -87,8 +87,8 @@ def section_name(qualified_name: str) -> str:
 
 def indexed_symbols(settings: Settings) -> set[tuple[str, str]]:
     """Every (file_path, qualified_name) in the index, doc parts folded to their section."""
-    db = tables_mod.connect(settings)
-    repo = tables_mod.RepoTables(db, tables_mod.get_repo(db, REPO_NAME))
+    db = connect(settings)
+    repo = create_tables.RepoTables(db, registry.get_repo(db, REPO_NAME))
     found: set[tuple[str, str]] = set()
     for table in repo.symbol_tables:
         data = table.search().select(["file_path", "qualified_name"]).limit(None).to_arrow()
@@ -198,7 +198,7 @@ def summarize(rows: list[dict]) -> dict:
 def run_config(retriever, config: EvalConfig, questions: list[Question], index: set[tuple[str, str]],
                pool: int | None) -> list[dict] | str:
     """Score every question under one configuration; returns the reason instead when it can't run."""
-    from codeqa.search.retrieval import SearchOptions
+    from codeqa.search.options import SearchOptions
     options = SearchOptions(**{"k": K, "hyde": False, "rerank": False, "pool": pool, **config.options})
     rows = []
     for number, q in enumerate(questions, start=1):

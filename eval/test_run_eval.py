@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from run_eval import Question, load_questions, score, section_name, validate
+from eval.run_eval import Question, load_questions, score, section_name, validate
 
 pytestmark = pytest.mark.unit
 

@@ -1,9 +1,9 @@
 """Measure the matcher on the training data's held-back repositories, beside BM25 and the base model.
 
-    python training/evaluate_embedder.py --mirror /work/.mirror                       # base vs BM25
-    python training/evaluate_embedder.py --checkpoint training/data/checkpoints/step-536.pt
-    python training/evaluate_embedder.py --onnx training/data/export/model.onnx    # the shipped form
-    python training/evaluate_embedder.py --reranker codeqa-reranker --no-base      # the cross-encoder
+    python -m training.evaluate_embedder --mirror /work/.mirror                       # base vs BM25
+    python -m training.evaluate_embedder --checkpoint training/data/checkpoints/step-536.pt
+    python -m training.evaluate_embedder --onnx training/data/export/model.onnx    # the shipped form
+    python -m training.evaluate_embedder --reranker codeqa-reranker --no-base      # the cross-encoder
 
 The task is the one the matcher is for once a file is found: among the definitions of a fix's
 gold files (the ones it changed and up to 8 others per file, as mined), rank the changed ones
@@ -29,11 +29,9 @@ from typing import Callable
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
 
-from training.sources import validation_repos  # noqa: E402
-from training.train_embedder import DATA, FileTexts, embedded_query, load_model, load_records  # noqa: E402
+from training.sources import validation_repos
+from training.train_embedder import DATA, FileTexts, embedded_query, load_model, load_records
 
 VALIDATION = DATA / "validation.jsonl.gz"
 Scorer = Callable[[list[dict]], list[np.ndarray]]  # items -> each item's candidate scores
@@ -81,7 +79,7 @@ def first_per_repo(items: list[dict], count: int) -> list[dict]:
 
 def bm25_scorer() -> Scorer:
     """The realistic eval's BM25 (its parameters and identifier-aware tokens) over each item's candidates."""
-    from realistic.baseline import bm25_scores, tokens
+    from eval.realistic.baseline import bm25_scores, tokens
 
     def score(items: list[dict]) -> list[np.ndarray]:
         scores = []

@@ -1,8 +1,8 @@
 """Export a train_embedder.py (or train_reranker.py) checkpoint as the int8 ONNX file the product runs, and check it.
 
-    python training/export_onnx.py training/data/checkpoints/step-600.pt --out codeqa/indexing/models/codeqa-matcher
-    python training/export_onnx.py training/data/reranker-checkpoints-2/step-200.pt --reranker \
-        --out codeqa/indexing/models/codeqa-reranker
+    python -m training.export_onnx training/data/checkpoints/step-600.pt --out codeqa/indexing/models/codeqa-matcher
+    python -m training.export_onnx training/data/reranker-checkpoints-2/step-200.pt --reranker \
+        --out codeqa/search/models/codeqa-reranker
 
 The graph has the inputs and output of the all-MiniLM-L6-v2 file the product already runs
 (`input_ids`, `attention_mask`, `token_type_ids` -> `last_hidden_state`), so `LocalEmbedder`
@@ -26,8 +26,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
 
 MIN_COSINE = 0.98  # int8 vs fp32 torch, mean over the sample (the shipped base file: 0.9994)
 MIN_CORRELATION = 0.99  # a reranker's int8 logits vs fp32 torch's

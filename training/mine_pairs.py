@@ -1,7 +1,7 @@
 """Mine (query, changed definition) training pairs from public history, one shard per repository.
 
-    nice -n 10 python training/mine_pairs.py --mirror /work/.mirror --jobs 2   # mine (resumable)
-    python training/mine_pairs.py --report                                    # mining.md + pairs
+    nice -n 10 python -m training.mine_pairs --mirror /work/.mirror --jobs 2   # mine (resumable)
+    python -m training.mine_pairs --report                                    # mining.md + pairs
 
 Queries are real: maintainers' fix-commit messages on the first-parent line (newest first from
 each repository's pinned anchor in `repos.tsv`), plus issue reports linked to their fixing pull
@@ -37,17 +37,14 @@ from multiprocessing import Pool
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(ROOT / "eval"))
-sys.path.insert(0, str(ROOT))
 
-from codeqa.parsing.treesitter import ParsedFile, parse_source  # noqa: E402
-from realistic.corpus import Corpus, default_cache  # noqa: E402
-from realistic.items import Item  # noqa: E402
-import realistic.mine as eval_mine  # noqa: E402
-from realistic.mine import DATASETS, RepoPlan, Tally, commit_items, mswe_items, swebench_items  # noqa: E402
+from codeqa.parsing.treesitter import ParsedFile, parse_source
+from eval.realistic.corpus import Corpus, default_cache
+from eval.realistic.items import Item
+import eval.realistic.mine as eval_mine
+from eval.realistic.mine import DATASETS, RepoPlan, Tally, commit_items, mswe_items, swebench_items
 
-from training.sources import Source, check_allowed, excluded_repos, load_sources, names_excluded_repo  # noqa: E402
+from training.sources import Source, check_allowed, excluded_repos, load_sources, names_excluded_repo
 
 SHARDS = HERE / "data" / "shards"
 REPORT = HERE / "mining.md"

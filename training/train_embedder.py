@@ -1,12 +1,12 @@
 """Fine-tune all-MiniLM-L6-v2 on the mined (query, changed definition) pairs; resumable on CPU.
 
-    nice -n 10 python training/train_embedder.py --mirror /work/.mirror --steps 300   # short run
-    nice -n 10 python training/train_embedder.py --mirror /work/.mirror              # resumes
+    nice -n 10 python -m training.train_embedder --mirror /work/.mirror --steps 300   # short run
+    nice -n 10 python -m training.train_embedder --mirror /work/.mirror              # resumes
 
 Two stages, both resumable:
 1. `texts`: each pair's file is read from the pinned pre-fix commit (`git show`) and parsed
    with CodeQA's own parser; a definition's text is exactly what the index embeds for its row
-   (`create_tables.embedding_text`: path, kind and qualified name, signature, doc, code: CoRet's
+   (`embedding_text`: path, kind and qualified name, signature, doc, code: CoRet's
    chunk prefix without the callees). Written once to `data/triples.jsonl.gz`.
 2. `train`: MultipleNegativesRankingLoss written out as a plain PyTorch loop (no `datasets`
    package needed): each query is scored against every positive of the batch plus its own hard
@@ -32,10 +32,9 @@ from pathlib import Path
 from typing import Callable
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
 
-from training.mine_pairs import PAIRS_FILE  # noqa: E402
-from training.sources import check_allowed, validation_repos  # noqa: E402
+from training.mine_pairs import PAIRS_FILE
+from training.sources import check_allowed, validation_repos
 
 DATA = HERE / "data"
 TRIPLES = DATA / "triples.jsonl.gz"
@@ -52,9 +51,9 @@ def read_blob(mirror: Path, repo: str, commit: str, path: str) -> str | None:
 
 
 def definition_texts(source: str, language: str, path: str) -> dict[Key, str]:
-    """What the index embeds for each definition of a file (`create_tables.embedding_text` of
+    """What the index embeds for each definition of a file (`embedding_text` of
     the row CodeQA's parser makes), so the model trains on exactly what it will read."""
-    from codeqa.indexing.create_tables import embedding_text
+    from codeqa.store.rows import embedding_text
     from codeqa.parsing.treesitter import parse_source
 
     return {(d.qualified_name, d.start_line): embedding_text(
@@ -66,7 +65,7 @@ def definition_texts(source: str, language: str, path: str) -> dict[Key, str]:
 def embedded_query(text: str) -> str:
     """What search embeds of a question (`retrieval.parse_query`: a long report's opening prose
     and the names it mentions), so the model trains on the queries it will see."""
-    from codeqa.search.retrieval import parse_query
+    from codeqa.search.query import parse_query
 
     return parse_query(text).semantic
 

@@ -1,6 +1,6 @@
 """Train CodeQA's reranker: a MiniLM cross-encoder that reads (query, definition) together.
 
-    nice -n 5 python training/train_reranker.py --steps 600      # resumes from its checkpoints
+    nice -n 5 python -m training.train_reranker --steps 600      # resumes from its checkpoints
 
 It learns from the embedder's triples (`train_embedder.py` builds them: the query as search
 embeds it, each changed definition and another definition of a gold file, as the index embeds
@@ -23,10 +23,8 @@ import argparse
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
 
-from training.train_embedder import DATA, TRIPLES, fit, latest_checkpoint, training_triples  # noqa: E402
+from training.train_embedder import DATA, TRIPLES, fit, latest_checkpoint, training_triples
 
 CHECKPOINTS = DATA / "reranker-checkpoints"
 QUERY_TOKENS = 64  # the query's share of a pair; the definition gets the rest

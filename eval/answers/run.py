@@ -1,11 +1,11 @@
 """Answer eval: the Flask questions through the real chat pipeline with the embedded model.
 
-    # one code tree (its codeqa/ is imported), answers to JSON:
-    .venv/bin/python eval/answers/run.py ask --tree . --label after --json eval/.cache/answers/after.json
-    .venv/bin/python eval/answers/run.py ask --tree /work/wt-answers-before --label before \\
-        --json eval/.cache/answers/before.json
+    # one code tree (run from inside it: its codeqa/ and eval/ are imported), answers to JSON:
+    .venv/bin/python -m eval.answers.run ask --label after --json eval/.cache/answers/after.json
+    (cd /work/wt-answers-before && /work/main/.venv/bin/python -m eval.answers.run ask --label before \\
+        --json /work/main/eval/.cache/answers/before.json)
     # the table (before and after side by side) to stdout and eval/answers/results.md:
-    .venv/bin/python eval/answers/run.py report eval/.cache/answers/before.json eval/.cache/answers/after.json
+    .venv/bin/python -m eval.answers.run report eval/.cache/answers/before.json eval/.cache/answers/after.json
 
 Each question (eval/questions.jsonl: Flask 3.1.3's sdist, gold files known) is asked as
 `@codebase <question>` in a conversation of its own, through `Services(settings).chat`, the
@@ -212,8 +212,8 @@ def load_realistic(cache: Path, repos: list[str], limit: int | None) -> list[dic
     """The realistic eval's test-split items of these repositories whose pre-fix snapshot is in
     `cache` (eval/realistic/snapshots.py's store): the issue report or commit message is the
     question, the files its fix changed are the gold, and the snapshot is the index it is asked of."""
-    from realistic.items import load_items  # noqa: PLC0415 - after the tree's codeqa is on the path
-    from realistic.snapshots import SnapshotStore  # noqa: PLC0415
+    from eval.realistic.items import load_items  # noqa: PLC0415 - after the tree's codeqa is on the path
+    from eval.realistic.snapshots import SnapshotStore  # noqa: PLC0415
 
     store = SnapshotStore(cache)
     picked = []
@@ -229,7 +229,7 @@ def load_realistic(cache: Path, repos: list[str], limit: int | None) -> list[dic
 def realistic_checkout(args: argparse.Namespace, repo: str, commit: str) -> Path:
     """The repository's work tree at `commit`, one per run (eval/realistic/corpus.py checks it out
     from the mirror): the chat reads its sources from the files, which must be the indexed ones."""
-    from realistic.corpus import Corpus, default_mirror  # noqa: PLC0415
+    from eval.realistic.corpus import Corpus, default_mirror  # noqa: PLC0415
 
     return Corpus(args.work / args.label / "corpus", args.realistic_mirror or default_mirror()).checkout(repo, commit)
 
@@ -244,9 +244,7 @@ def point_at_checkout(data: Path, repo: str, root: Path) -> None:
 
 
 def ask(args: argparse.Namespace) -> int:
-    tree = args.tree.resolve()
-    sys.path.insert(0, str(tree))
-    sys.path.insert(1, str(EVAL_DIR))
+    tree = EVAL_DIR.parent  # the checkout this module, and so its codeqa/, was imported from
     os.environ.setdefault("LANCEDB_LOG", "error")
     from codeqa.chat.answer import ChatTurn  # noqa: PLC0415 - from the tree under test
     from codeqa.core.config import Settings  # noqa: PLC0415
@@ -391,7 +389,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     one = sub.add_parser("ask", help="answer the questions with one code tree")
-    one.add_argument("--tree", type=Path, default=EVAL_DIR.parent, help="the checkout whose codeqa/ answers")
     one.add_argument("--label", required=True)
     one.add_argument("--json", type=Path, required=True)
     one.add_argument("--index-data", type=Path, default=EVAL_DIR / ".cache" / "data",

@@ -1,6 +1,6 @@
 """Answers as a user sees them: the web app with the embedded model, in real Chromium.
 
-    .venv/bin/python eval/answers/screenshots.py --model GGUF --out eval/.cache/answers/shots \\
+    .venv/bin/python -m eval.answers.screenshots --model GGUF --out eval/.cache/answers/shots \\
         "where does Flask open the session of a request?" "..."
 
 Serves `app.py` (the production server, the embedded llama.cpp model answering) on a copy of
@@ -22,9 +22,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
-from codeqa.core.servers import free_port  # noqa: E402
+from codeqa.core.servers import free_port
 
 CHROMIUM = os.environ.get("CODEQA_CHROMIUM", "/usr/bin/chromium")
 REPO_NAME = "eval-flask-3.1.3"

@@ -1,6 +1,6 @@
 """Embedded llama.cpp server settings, measured: prompt-eval and generation tokens/s, and RSS.
 
-    .venv/bin/python eval/answers/server_bench.py --model FILE [--runs 3] [--config NAME ...]
+    .venv/bin/python -m eval.answers.server_bench --model FILE [--runs 3] [--config NAME ...]
 
 Each configuration starts `llama_cpp.server` with its flags (as `codeqa/llm/server.py` would,
 niced the same), streams the same answers from it and samples the server's RSS ten times a
@@ -30,10 +30,9 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
-from codeqa.chat.answer import answer_grammar  # noqa: E402
-from codeqa.core.servers import answers, free_port, niced, wait_until_ready  # noqa: E402
+from codeqa.chat.answer import answer_grammar
+from codeqa.core.servers import answers, free_port, niced, wait_until_ready
 
 BASE_FLAGS = ["--n_ctx", "3584", "--interrupt_requests", "False"]  # codeqa/llm/server.py's n_ctx
 NO_LOGITS = ["--logits_all", "False"]

@@ -1,7 +1,7 @@
 """Build the how-it-works items from maintainers' documents at pinned commits.
 
-    python eval/howto/mine.py                       # rebuild items.jsonl and mining.md from PLANS
-    python eval/howto/mine.py --survey owner/name   # candidates from the default document globs
+    python -m eval.howto.mine                       # rebuild items.jsonl and mining.md from PLANS
+    python -m eval.howto.mine --survey owner/name   # candidates from the default document globs
 
 Each plan names a repository, the commit its documents and code are read at, its split, and its
 documents: architecture or internals documents (`architecture`) and folder READMEs
@@ -24,15 +24,13 @@ from pathlib import Path, PurePosixPath
 
 HERE = Path(__file__).resolve().parent
 
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE.parents[1]))
 
-from codeqa.parsing import languages  # noqa: E402
+from codeqa.parsing import languages
 
-from howto.items import GoldFile, Item, save_items, split_problems  # noqa: E402
-from howto.passages import find_mentions, is_code_name, mask, resolve_mentions, split_passages, words  # noqa: E402
-from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror, git  # noqa: E402
-from howto.resolve import Tree  # noqa: E402
+from eval.howto.items import GoldFile, Item, save_items, split_problems
+from eval.howto.passages import find_mentions, is_code_name, mask, resolve_mentions, split_passages, words
+from eval.realistic.corpus import Corpus, CorpusError, default_cache, default_mirror, git
+from eval.howto.resolve import Tree
 
 MAX_GOLD = 4  # a passage naming more files is a list of everything, not a description of one part
 MIN_WORDS = 6  # words (2+ letters) the masked passage must keep, its heading not counted

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from howto.resolve import Tree, normalize
+from eval.howto.resolve import Tree, normalize
 
 MASK = "…"
 CODE_EXTENSIONS = ("c", "h", "cc", "cpp", "cxx", "hpp", "hh", "go", "rs", "py", "js", "mjs", "cjs", "ts", "tsx",

@@ -1,10 +1,10 @@
 """How-it-works eval: index each repository at its pinned commit, search with CodeQA, score
 files beside whole-file BM25 from the same run.
 
-    python eval/howto/run.py --split test                  # every test repository, smallest first
-    python eval/howto/run.py --repos cli/cli --limit 5
-    python eval/howto/run.py --split test --max-repos 6    # the 6 smallest test repositories (bytes to index)
-    python eval/howto/run.py --split test --indexed-only   # search the snapshots there are, index nothing
+    python -m eval.howto.run --split test                  # every test repository, smallest first
+    python -m eval.howto.run --repos cli/cli --limit 5
+    python -m eval.howto.run --split test --max-repos 6    # the 6 smallest test repositories (bytes to index)
+    python -m eval.howto.run --split test --indexed-only   # search the snapshots there are, index nothing
 
 Indexing and snapshots are the realistic eval's (eval/realistic/snapshots.py): one snapshot per
 (repository, commit) in the cache (`$CODEQA_EVAL_CACHE`), so a rerun only searches. CodeQA's
@@ -26,20 +26,17 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE.parents[1]))
 os.environ.setdefault("LANCEDB_LOG", "error")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from codeqa.core.config import Settings  # noqa: E402
-from codeqa.parsing import languages  # noqa: E402
+from codeqa.core.config import Settings
+from codeqa.parsing import languages
 
-from howto.items import Item, load_items  # noqa: E402
-from realistic.baseline import BASELINES, WholeFileBM25  # noqa: E402
-from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror, git  # noqa: E402
-from realistic.run import SEARCH_DEFAULTS, chosen_rankers, main_commit, result_files  # noqa: E402
-from realistic.snapshots import IndexedFile, Snapshot, SnapshotStore  # noqa: E402
+from eval.howto.items import Item, load_items
+from eval.realistic.baseline import BASELINES, WholeFileBM25
+from eval.realistic.corpus import Corpus, CorpusError, default_cache, default_mirror, git
+from eval.realistic.run import SEARCH_DEFAULTS, chosen_rankers, main_commit, result_files
+from eval.realistic.snapshots import IndexedFile, Snapshot, SnapshotStore
 
 K = 10
 METRICS = ("ndcg@10", "hit@5", "mrr@10")
@@ -86,7 +83,7 @@ def ensure_snapshot(corpus: Corpus, store: SnapshotStore, base: Settings, repo: 
 
 def walked_snapshot(corpus: Corpus, store: SnapshotStore, base: Settings, repo: str, commit: str) -> Snapshot:
     """The files CodeQA would index at a commit, without indexing them: enough for the baselines."""
-    from codeqa.indexing.repo_files import walk_repo
+    from codeqa.parsing.repo_files import walk_repo
 
     root = corpus.checkout(repo, commit)
     sources = walk_repo(root, base.max_file_bytes).read_all()
@@ -124,7 +121,8 @@ def run_baselines(store: SnapshotStore, snapshot: Snapshot, items: list[Item]) -
 def run_repo(store: SnapshotStore, base: Settings, snapshot: Snapshot, items: list[Item],
              rankers: dict | None = None) -> dict[str, list[dict]]:
     """CodeQA and the baselines on one repository's items (`rankers` replace the shipped models)."""
-    from codeqa.search.retrieval import Retriever, SearchOptions
+    from codeqa.search.retrieval import Retriever
+    from codeqa.search.options import SearchOptions
 
     rows: dict[str, list[dict]] = {"codeqa": [], **{b: [] for b in BASELINES}}
     indexed = {f.path for f in snapshot.files}

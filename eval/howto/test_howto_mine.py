@@ -7,14 +7,12 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from howto.items import GoldFile, Item, split_problems  # noqa: E402
-from howto.mine import Plan, candidates  # noqa: E402
-from howto.passages import MASK, find_mentions, mask, resolve_mentions, split_passages  # noqa: E402
-from howto.resolve import Tree  # noqa: E402
-from howto.run import ndcg, score  # noqa: E402
+from eval.howto.items import GoldFile, Item, split_problems
+from eval.howto.mine import Plan, candidates
+from eval.howto.passages import MASK, find_mentions, mask, resolve_mentions, split_passages
+from eval.howto.resolve import Tree
+from eval.howto.run import ndcg, score
 
 pytestmark = pytest.mark.unit
 

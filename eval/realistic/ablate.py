@@ -1,7 +1,7 @@
 """Ablation of the learned ranking: each group of features removed, both models refit, the test split searched.
 
-    python eval/realistic/ablate.py --results /tmp/ablation.md      # every group: about 10 minutes
-    python eval/realistic/ablate.py --groups graph role
+    python -m eval.realistic.ablate --results /tmp/ablation.md      # every group: about 10 minutes
+    python -m eval.realistic.ablate --groups graph role
 
 Zeroing a feature's weight would leave the other weights tuned to its presence, so each row
 refits both models (`train_ranker.fit`, on the train split's searches with the shipped models)
@@ -19,18 +19,15 @@ import sys
 import time
 from pathlib import Path
 
-EVAL_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(EVAL_ROOT))
-sys.path.insert(0, str(EVAL_ROOT.parent))
 
-from codeqa.core.config import Settings  # noqa: E402
+from codeqa.core.config import Settings
 
-from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror  # noqa: E402
-from realistic.items import load_items  # noqa: E402
-from realistic.metrics import markdown_table, standard_groups  # noqa: E402
-from realistic.run import Run, ensure_snapshots, main_commit, search_all, select  # noqa: E402
-from realistic.snapshots import SnapshotStore  # noqa: E402
-from realistic.train_ranker import MODELS, examples, fit  # noqa: E402
+from eval.realistic.corpus import Corpus, CorpusError, default_cache, default_mirror
+from eval.realistic.items import load_items
+from eval.realistic.metrics import markdown_table, standard_groups
+from eval.realistic.run import Run, ensure_snapshots, main_commit, search_all, select
+from eval.realistic.snapshots import SnapshotStore
+from training.train_ranker import MODELS, examples, fit
 
 # name → (what it is, file features removed, definition features removed)
 FEATURE_GROUPS: dict[str, tuple[str, frozenset[str], frozenset[str]]] = {

@@ -1,7 +1,7 @@
 """The baseline every table is read against: plain BM25 over whole files.
 
 A document is a file's path and its whole text, tokenized with the product's identifier-aware
-`create_tables.code_tokens` (each identifier whole and split on camelCase/snake_case); the
+`code_tokens` (each identifier whole and split on camelCase/snake_case); the
 query is tokenized the same way, all of it. Okapi BM25 (bm25s, Lucene's variant, k1 = 1.5,
 b = 0.75) over exactly the files CodeQA indexed at that commit, tests, docs and examples
 included. Nothing else: no fields, no boosts, no test-file weight.
@@ -21,11 +21,11 @@ from __future__ import annotations
 import bm25s
 import numpy as np
 
-from codeqa.indexing import create_tables
+from codeqa.parsing.tokens import code_tokens
 from codeqa.core.config import Settings
 from codeqa.parsing.languages import DOC_LANGUAGES
 
-from realistic.snapshots import IndexedFile, Snapshot, TextStore
+from eval.realistic.snapshots import IndexedFile, Snapshot, TextStore
 
 BASELINES = {"bm25-files": False, "bm25-code": True}  # name → code files only
 K1, B = 1.5, 0.75
@@ -34,7 +34,7 @@ SYMBOL_FILES = 10  # files whose symbols make the derived function ranking
 
 
 def tokens(text: str) -> list[str]:
-    return create_tables.code_tokens(text).split()
+    return code_tokens(text).split()
 
 
 def bm25_scores(documents: list[list[str]], query: list[str]) -> np.ndarray:

@@ -1,16 +1,14 @@
-"""The realistic eval's tests import the product's modules from the repository root."""
+"""Fixtures of the realistic eval's tests."""
 
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from realistic.items import GoldFile, GoldSymbol, Item  # noqa: E402
+from eval.realistic.items import GoldFile, GoldSymbol, Item
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """Rebuild the realistic eval's corpus: every repository of `items.jsonl` at its pinned commits.
 
-    python eval/realistic/corpus.py                      # clone from GitHub into the cache
-    python eval/realistic/corpus.py --mirror /work/.mirror   # or read local bare mirrors
-    python eval/realistic/corpus.py --repos psf/requests --cache /tmp/evalcache
+    python -m eval.realistic.corpus                      # clone from GitHub into the cache
+    python -m eval.realistic.corpus --mirror /work/.mirror   # or read local bare mirrors
+    python -m eval.realistic.corpus --repos psf/requests --cache /tmp/evalcache
 
 A mirror directory holds one bare git directory per repository at `<owner>+<name>/repo`.
 Without one, each repository is cloned (bare, full history: items pin commits years apart)
@@ -21,9 +21,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from realistic.items import load_items  # noqa: E402
+from eval.realistic.items import load_items
 
 CACHE_ENV = "CODEQA_EVAL_CACHE"
 MIRROR_ENV = "CODEQA_EVAL_MIRROR"

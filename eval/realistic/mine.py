@@ -1,6 +1,6 @@
 """Build `items.jsonl` from public sources: real issue reports and maintainers' commit messages.
 
-    python eval/realistic/mine.py --mirror /work/.mirror        # or clone from GitHub (no --mirror)
+    python -m eval.realistic.mine --mirror /work/.mirror        # or clone from GitHub (no --mirror)
 
 Sources, all pinned (see `PLANS` and `DATASETS`):
 - SWE-bench Lite and Verified (Python issue reports with their gold patches), from the copies
@@ -28,16 +28,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-EVAL_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(EVAL_ROOT))
-sys.path.insert(0, str(EVAL_ROOT.parent))
 
-from codeqa.parsing.languages import HEAD_CHARS, code_language, file_role  # noqa: E402
-from codeqa.parsing.treesitter import parse_source  # noqa: E402
+from codeqa.parsing.languages import HEAD_CHARS, code_language, file_role
+from codeqa.parsing.treesitter import parse_source
 
-from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror, git  # noqa: E402
-from realistic.gold import FileChange, Span, gold_spans, parse_diff  # noqa: E402
-from realistic.items import GoldFile, GoldSymbol, Item, load_items, names_file, save_items, split_problems  # noqa: E402
+from eval.realistic.corpus import Corpus, CorpusError, default_cache, default_mirror, git
+from eval.realistic.gold import FileChange, Span, gold_spans, parse_diff
+from eval.realistic.items import GoldFile, GoldSymbol, Item, load_items, names_file, save_items, split_problems
 
 MINING_REPORT = Path(__file__).resolve().parent / "mining.md"
 

@@ -1,10 +1,10 @@
 """Realistic eval: index each item's pre-fix commit, search with CodeQA, score beside whole-file BM25.
 
-    python eval/realistic/run.py --quick                      # a few items of small repos: minutes
-    python eval/realistic/run.py                              # every item, both splits
-    python eval/realistic/run.py --split test --configs codeqa codeqa-vector
-    python eval/realistic/run.py --repos psf/requests --limit 3 --json /tmp/items.json
-    python eval/realistic/run.py --index-only                 # build the snapshot cache, search nothing
+    python -m eval.realistic.run --quick                      # a few items of small repos: minutes
+    python -m eval.realistic.run                              # every item, both splits
+    python -m eval.realistic.run --split test --configs codeqa codeqa-vector
+    python -m eval.realistic.run --repos psf/requests --limit 3 --json /tmp/items.json
+    python -m eval.realistic.run --index-only                 # build the snapshot cache, search nothing
 
 The first run indexes every repository at each of its items' pre-fix commits, one commit
 after another with the product's incremental indexer, and keeps a snapshot of the index per
@@ -29,19 +29,17 @@ from pathlib import Path
 
 EVAL_ROOT = Path(__file__).resolve().parents[1]
 REPO_ROOT = EVAL_ROOT.parent
-sys.path.insert(0, str(EVAL_ROOT))
-sys.path.insert(0, str(REPO_ROOT))
 os.environ.setdefault("LANCEDB_LOG", "error")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from codeqa.core.config import Settings  # noqa: E402
-from codeqa.search.ranking import DEFINITION_FEATURES, LinearRanker  # noqa: E402
+from codeqa.core.config import Settings
+from codeqa.search.ranking import DEFINITION_FEATURES, LinearRanker
 
-from realistic.baseline import BASELINES, WholeFileBM25, rank_symbols  # noqa: E402
-from realistic.corpus import Corpus, CorpusError, default_cache, default_mirror  # noqa: E402
-from realistic.items import Item, load_items, names_file  # noqa: E402
-from realistic.metrics import markdown_table, score_item, standard_groups  # noqa: E402
-from realistic.snapshots import Snapshot, SnapshotStore  # noqa: E402
+from eval.realistic.baseline import BASELINES, WholeFileBM25, rank_symbols
+from eval.realistic.corpus import Corpus, CorpusError, default_cache, default_mirror
+from eval.realistic.items import Item, load_items, names_file
+from eval.realistic.metrics import markdown_table, score_item, standard_groups
+from eval.realistic.snapshots import Snapshot, SnapshotStore
 
 K = 10
 # CodeQA configurations: SearchOptions fields over today's defaults (hybrid RRF, no HyDE, no rerank).
@@ -174,7 +172,8 @@ def search_all(run: Run, items: list[Item], snapshots: dict[tuple[str, str], Sna
                ) -> tuple[dict[str, list[dict]], dict[str, str]]:
     """Every item under every config, plus the baselines; a config that can't run says why.
     `rankers` (Retriever's `file_ranker`, `symbol_ranker`) replace the shipped models (see ablate.py)."""
-    from codeqa.search.retrieval import Retriever, SearchOptions
+    from codeqa.search.retrieval import Retriever
+    from codeqa.search.options import SearchOptions
 
     chosen_baselines = BASELINES if baselines else {}
     results: dict[str, list[dict]] = {**{b: [] for b in chosen_baselines}, **{c: [] for c in configs}}

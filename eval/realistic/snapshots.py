@@ -1,7 +1,7 @@
 """Per-commit index snapshots, so that re-running the eval only searches.
 
 Each repository has one live index (`<cache>/index/v<N>/<owner>+<name>/`, N the index layout,
-`create_tables.INDEX_VERSION`, so the snapshots of another layout stay as they were), moved
+`schema.INDEX_VERSION`, so the snapshots of another layout stay as they were), moved
 from one item's pre-fix commit to the next by the product's incremental indexer
 (`indexer.index_repo`, embedding through the cache of `vector_cache.py`). After each
 commit the live LanceDB directory is copied into
@@ -27,17 +27,18 @@ import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from codeqa.indexing import create_tables
+from codeqa.store import filters, registry, schema
+from codeqa.store.connection import connect
 from codeqa.core.config import Settings
 from codeqa.indexing.embeddings import get_embedder
 from codeqa.parsing.languages import DOC_KIND
 from codeqa.indexing.indexer import index_repo
-from codeqa.indexing.repo_files import SourceFile, walk_repo
+from codeqa.parsing.repo_files import SourceFile, walk_repo
 
-from realistic.vector_cache import CachingEmbedder, default_store
+from eval.realistic.vector_cache import CachingEmbedder, default_store
 
 SNAPSHOT_FILE = "snapshot.json"
-LAYOUT = f"v{create_tables.INDEX_VERSION}"
+LAYOUT = f"v{schema.INDEX_VERSION}"
 
 
 @dataclass(frozen=True)
@@ -69,12 +70,12 @@ class Snapshot:
         """The rows of both symbol tables that lie in these files (docs sections left out if `code_only`)."""
         if not paths:
             return []
-        db = create_tables.connect(self.settings(base))
-        info = create_tables.get_repo(db, self.index_name)
-        where = create_tables.sql_in("file_path", paths) + (f" AND kind != '{DOC_KIND}'" if code_only else "")
+        db = connect(self.settings(base))
+        info = registry.get_repo(db, self.index_name)
+        where = filters.is_in("file_path", paths) + (f" AND kind != '{DOC_KIND}'" if code_only else "")
         rows: list[dict] = []
         for kind in ("methods", "classes"):
-            table = create_tables.open_table(db, info, kind)
+            table = registry.open_table(db, info, kind)
             rows += table.search().where(where).select(columns).limit(None).to_arrow().to_pylist()
         return rows
 

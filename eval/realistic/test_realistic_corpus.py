@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from realistic.corpus import Corpus, CorpusError
+from eval.realistic.corpus import Corpus, CorpusError
 
 pytestmark = pytest.mark.unit
 

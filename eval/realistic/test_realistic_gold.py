@@ -6,7 +6,7 @@ import pytest
 
 from codeqa.parsing.treesitter import parse_source
 
-from realistic.gold import FileChange, Insertion, Span, gold_spans, parse_diff
+from eval.realistic.gold import FileChange, Insertion, Span, gold_spans, parse_diff
 
 pytestmark = pytest.mark.unit
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from realistic.items import Item, load_items, names_file, split_problems
-from realistic.mine import HELD_OUT, MAX_QUERY_CHARS, clip_query, commit_message_problem, densest_window
+from eval.realistic.items import Item, load_items, names_file, split_problems
+from eval.realistic.mine import HELD_OUT, MAX_QUERY_CHARS, clip_query, commit_message_problem, densest_window
 
 pytestmark = pytest.mark.unit
 
@@ -68,7 +68,7 @@ def test_clip_query_cuts_at_a_line_below_the_limit() -> None:
 
 
 def test_gold_renamed_by_a_later_parser_is_the_row_that_spans_its_lines(make_item: MakeItem) -> None:
-    from realistic.run import resolve_gold
+    from eval.realistic.run import resolve_gold
 
     item = make_item("a")  # gold: src/a.py A.run, lines 2-9
     renamed = [{"file_path": "src/a.py", "qualified_name": "mod.A.run", "start_line": 2, "end_line": 9},

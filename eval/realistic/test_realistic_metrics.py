@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from realistic.items import Item
-from realistic.metrics import markdown_table, score_item, standard_groups, summarize
-from realistic.run import commits_in_order, result_files, select
+from eval.realistic.items import Item
+from eval.realistic.metrics import markdown_table, score_item, standard_groups, summarize
+from eval.realistic.run import commits_in_order, result_files, select
 
 MakeItem = Callable[..., Item]
 

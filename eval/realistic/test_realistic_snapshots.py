@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from codeqa.indexing import create_tables
+from codeqa.store import create_tables, registry
+from codeqa.store.connection import connect
 from codeqa.core.config import Settings
 from codeqa.indexing.embeddings import get_embedder
-from codeqa.search.retrieval import Retriever, SearchOptions
+from codeqa.search.retrieval import Retriever
+from codeqa.search.options import SearchOptions
 
-from realistic.snapshots import SnapshotStore
-from realistic.vector_cache import default_store
+from eval.realistic.snapshots import SnapshotStore
+from eval.realistic.vector_cache import default_store
 
 pytestmark = pytest.mark.integration
 
@@ -51,8 +53,8 @@ def test_a_snapshot_survives_later_commits_and_cleanup(tmp_path: Path) -> None:
     second = store.index(REPO, "c2", work, base)
     # Make the live index drop every old version now, as it does ten minutes after a run.
     live = store.live_settings(REPO, base)
-    db = create_tables.connect(live)
-    tables = create_tables.RepoTables(db, create_tables.get_repo(db, "example+sample"))
+    db = connect(live)
+    tables = create_tables.RepoTables(db, registry.get_repo(db, "example+sample"))
     for table in (*tables.symbol_tables, tables.files):
         table.optimize(cleanup_older_than=timedelta(0))
 

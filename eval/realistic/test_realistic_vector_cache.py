@@ -6,7 +6,7 @@ import pytest
 
 from codeqa.indexing.embeddings import LocalEmbedder
 
-from realistic.vector_cache import model_key
+from eval.realistic.vector_cache import model_key
 
 
 @pytest.mark.unit

@@ -1,8 +1,8 @@
 """Vectors by (embedding model, text), kept across commits, repositories and index layouts.
 
-    python eval/realistic/vector_cache.py harvest            # every snapshot under the cache
-    python eval/realistic/vector_cache.py harvest DIR ...    # LanceDB directories or folders of them
-    python eval/realistic/vector_cache.py stats
+    python -m eval.realistic.vector_cache harvest            # every snapshot under the cache
+    python -m eval.realistic.vector_cache harvest DIR ...    # LanceDB directories or folders of them
+    python -m eval.realistic.vector_cache stats
 
 Indexing the eval's ~460 commits is almost all embedding time, yet most texts were embedded
 before: by an earlier commit, or by snapshots of an earlier index layout whose rows are the
@@ -14,7 +14,7 @@ A key is (model, sha256 of the exact text embedded). The model part is the embed
 cut at another length is another vector, while the index records only the `model_id`. So a
 harvest files vectors under the configured embedder: harvest a cache with the max tokens its
 snapshots were indexed with. The indexer stores the same sha256 as every row's `text_hash`
-(`create_tables.prepare_row` hashes `embedding_text(row)`, which is what `indexer.fill_vectors`
+(`prepare_row` hashes `embedding_text(row)`, which is what `indexer.fill_vectors`
 embeds), so the vectors of existing snapshots can be harvested without their texts.
 """
 
@@ -30,12 +30,11 @@ from typing import Iterable, Sequence
 import lancedb
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codeqa.indexing import create_tables  # noqa: E402
-from codeqa.core.config import Settings  # noqa: E402
-from codeqa.indexing.embeddings import Embedder, LocalEmbedder, get_embedder  # noqa: E402
+from codeqa.store import registry, schema
+from codeqa.store.rows import prepare_row
+from codeqa.core.config import Settings
+from codeqa.indexing.embeddings import Embedder, LocalEmbedder, get_embedder
 
 STORE_FILE = "vectors.sqlite"
 _LOOKUP_CHUNK = 500  # hashes per SQL lookup (SQLite's variable limit is far above)
@@ -105,12 +104,12 @@ class VectorCache:
         db = lancedb.connect(str(lancedb_dir))
         model = model_key(embedder)
         added = 0
-        for info in create_tables.list_repos(db):
+        for info in registry.list_repos(db):
             if info.embedding_model != embedder.model_id:
                 continue
-            for kind in create_tables.ROW_TABLES:
+            for kind in schema.ROW_TABLES:
                 try:
-                    table = create_tables.open_table(db, info, kind)
+                    table = registry.open_table(db, info, kind)
                 except (ValueError, FileNotFoundError):  # a layout without this table
                     continue
                 hashes = table.search().select(["text_hash"]).limit(None).to_arrow()["text_hash"].to_pylist()
@@ -165,15 +164,15 @@ def lancedb_dirs(paths: Iterable[Path]) -> list[Path]:
     """Every LanceDB directory at or under these paths (a snapshot keeps one in `lancedb/`)."""
     found: list[Path] = []
     for path in paths:
-        if (path / f"{create_tables.REGISTRY_TABLE}.lance").exists():
+        if (path / f"{schema.REGISTRY_TABLE}.lance").exists():
             found.append(path)
         else:
-            found += sorted(p.parent for p in path.rglob(f"{create_tables.REGISTRY_TABLE}.lance"))
+            found += sorted(p.parent for p in path.rglob(f"{schema.REGISTRY_TABLE}.lance"))
     return found
 
 
 def main(argv: list[str] | None = None) -> int:
-    from realistic.corpus import default_cache
+    from eval.realistic.corpus import default_cache
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, help="the eval cache (default: $CODEQA_EVAL_CACHE)")

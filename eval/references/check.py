@@ -1,8 +1,8 @@
 """Precision and recall of reference resolution on a labelled sample of real call sites.
 
-    python eval/references/check.py                      # every labelled repository
-    python eval/references/check.py --labels eval/references/subset.jsonl --trees tests/fixtures/references_subset
-    python eval/references/check.py --sample 70 --repo pallets/flask ...   # draw sites to label
+    python -m eval.references.check                      # every labelled repository
+    python -m eval.references.check --labels eval/references/subset.jsonl --trees tests/fixtures/references_subset
+    python -m eval.references.check --sample 70 --repo pallets/flask ...   # draw sites to label
 
 Each label (labels.jsonl, one JSON object a line) names a call site in a repository at a
 commit (`path`, `line`, `callee`: the called name) and the definition it really targets,
@@ -55,7 +55,7 @@ def resolve(root: Path) -> dict[tuple[str, int, str], list[tuple[str, str]]]:
     """(path, line, called name) -> [(target "path::qualified_name", resolution)] for calls."""
     from codeqa.core.records import FileParse
     from codeqa.indexing.indexer import file_rows
-    from codeqa.indexing.repo_files import walk_repo
+    from codeqa.parsing.repo_files import walk_repo
     from codeqa.parsing.languages import LANGUAGES
 
     walked = walk_repo(root)
@@ -144,7 +144,7 @@ def sample(repo: str, commit: str, language: str, count: int, mirror: Path, cach
     root = checkout(mirror, repo, commit, cache)
     from codeqa.core.records import FileParse
     from codeqa.indexing.indexer import file_rows
-    from codeqa.indexing.repo_files import walk_repo
+    from codeqa.parsing.repo_files import walk_repo
 
     walked = walk_repo(root)
     files = []
@@ -198,5 +198,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.environ.get("CODEQA_TREE", str(HERE.parent.parent)))
     sys.exit(main())

@@ -1,10 +1,10 @@
 """Train the ranking models on the realistic eval's train split: the file ranker
 (`models/file_ranker.json`) and the definition ranker (`models/symbol_ranker.json`).
 
-    python eval/realistic/train_ranker.py                      # both, every train item with a snapshot
-    python eval/realistic/train_ranker.py --model definitions  # one of them
-    python eval/realistic/train_ranker.py --limit 8            # each repository's 8 earliest items
-    python eval/realistic/train_ranker.py --dry-run            # report, write nothing
+    python -m training.train_ranker                      # both, every train item with a snapshot
+    python -m training.train_ranker --model definitions  # one of them
+    python -m training.train_ranker --limit 8            # each repository's 8 earliest items
+    python -m training.train_ranker --dry-run            # report, write nothing
 
 Each train item is searched as the product searches (defaults: hybrid, no HyDE, no rerank).
 Files: every file with evidence (`result.file_candidates`) is one example, its features as
@@ -32,19 +32,14 @@ from pathlib import Path
 
 import numpy as np
 
-EVAL_ROOT = Path(__file__).resolve().parents[1]
-REPO_ROOT = EVAL_ROOT.parent
-sys.path.insert(0, str(EVAL_ROOT))
-sys.path.insert(0, str(REPO_ROOT))
-
-from codeqa.core.config import Settings  # noqa: E402
-from codeqa.search.ranking import (DEFINITION_FEATURES, FEATURES, RANKER_FILE, SYMBOL_RANKER_FILE, SYMBOLS_PER_FILE,  # noqa: E402
+from codeqa.core.config import Settings
+from codeqa.search.ranking import (DEFINITION_FEATURES, FEATURES, RANKER_FILE, SYMBOL_RANKER_FILE, SYMBOLS_PER_FILE,
                      LinearRanker)
 
-from realistic.corpus import CorpusError, default_cache  # noqa: E402
-from realistic.items import Item, load_items  # noqa: E402
-from realistic.run import SEARCH_DEFAULTS, gold_symbols, select  # noqa: E402
-from realistic.snapshots import SnapshotStore  # noqa: E402
+from eval.realistic.corpus import CorpusError, default_cache
+from eval.realistic.items import Item, load_items
+from eval.realistic.run import SEARCH_DEFAULTS, gold_symbols, select
+from eval.realistic.snapshots import SnapshotStore
 
 C = 1.0  # inverse regularisation strength
 
@@ -64,7 +59,8 @@ MODELS = {"files": Model(RANKER_FILE, FEATURES, 5),
 
 def examples(items: list[Item], store: SnapshotStore, base: Settings) -> dict[str, list[dict]]:
     """Groups of labelled candidates per model: {"repo", "candidates": [(label, features)]}."""
-    from codeqa.search.retrieval import Retriever, SearchOptions
+    from codeqa.search.retrieval import Retriever
+    from codeqa.search.options import SearchOptions
 
     groups: dict[str, list[dict]] = {name: [] for name in MODELS}
     retrievers: dict[tuple[str, str], Retriever] = {}
@@ -92,8 +88,9 @@ def examples(items: list[Item], store: SnapshotStore, base: Settings) -> dict[st
 def howto_groups(cache: Path, base: Settings) -> list[dict]:
     """File-model groups from the how-it-works eval's train items that have a snapshot in
     `cache` (its run.py builds them): every candidate file, labelled 1 when the passage named it."""
-    from codeqa.search.retrieval import Retriever, SearchOptions
-    from howto.items import load_items as load_howto_items
+    from codeqa.search.retrieval import Retriever
+    from codeqa.search.options import SearchOptions
+    from eval.howto.items import load_items as load_howto_items
 
     store = SnapshotStore(cache)
     groups: list[dict] = []
@@ -165,12 +162,12 @@ def train(name: str, groups: list[dict], dry_run: bool, items: int, removed: fro
     print("  weights: " + ", ".join(f"{feature} {weight:+.3f}" for feature, weight in learned.weights.items()))
     if dry_run:
         return
-    commit = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short=12", "HEAD"],
+    commit = subprocess.run(["git", "-C", str(Path(__file__).resolve().parents[1]), "rev-parse", "--short=12", "HEAD"],
                             capture_output=True, text=True, check=False).stdout.strip()
     path = out / model.path.name if out else model.path
     path.write_text(json.dumps({
         "about": f"Logistic regression over the {name} features of ranking.py, written by "
-                 "eval/realistic/train_ranker.py",
+                 "training/train_ranker.py",
         "trained_on": {"items": items, "groups": len(groups), "repos": sorted(by_repo), "code": commit,
                        "date": date.today().isoformat(), "C": C, **({"without": sorted(removed)} if removed else {})},
         "weights": learned.weights, "bias": learned.bias}, indent=1) + "\n", encoding="utf-8")
