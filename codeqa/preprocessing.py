@@ -52,10 +52,10 @@ def _format_report(report: IndexReport) -> str:
         lines.append(f"  {report.non_utf8} files were not UTF-8 and were decoded with replacement characters")
     for encoding, count in sorted(report.bom_decoded.items()):
         lines.append(f"  {count} files were {encoding.upper()} (by their byte-order mark) and were decoded as such")
-    if report.syntax_errors:
+    if report.syntax_error_files:
         lines.append(
-            f"  {len(report.syntax_errors)} files have syntax errors (indexed what parsed), "
-            f"e.g. {', '.join(report.syntax_errors[:3])}"
+            f"  {len(report.syntax_error_files)} files have syntax errors (indexed what parsed), "
+            f"e.g. {', '.join(report.syntax_error_files[:3])}"
         )
     if report.too_deep:
         lines.append(

@@ -162,9 +162,10 @@ def _int_map(value: Any) -> dict[str, int]:
     return {str(k): int(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
 
 
-@dataclass(frozen=True)
+@dataclass
 class RepoStats:
-    """The summary of a repo's last index run, shown by `list`, the web app and search."""
+    """The summary of a repo's last index run, shown by `list`, the web app and search (a
+    value: the indexer's `IndexReport` counts into one, the registry keeps a copy)."""
 
     files_by_language: dict[str, int] = field(default_factory=dict)
     files: int = 0

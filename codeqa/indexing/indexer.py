@@ -12,50 +12,35 @@ import gc
 import hashlib
 import json
 import logging
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from pathlib import Path, PurePosixPath
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 
 import lancedb
 import numpy as np
-from tqdm import tqdm
 
 from codeqa.core.config import Settings
 from codeqa.core.errors import CodeQAError
-from codeqa.core.records import FileParse, ManifestEntry, RepoInfo, RepoStats, SymbolInfo
+from codeqa.core.records import ManifestEntry, RepoInfo, RepoStats
 from codeqa.indexing.embeddings import Embedder, EmbeddingError, get_embedder
+from codeqa.indexing.file_rows import file_rows, text_fallback_notice
 from codeqa.indexing.index_plan import IndexPlan, plan_index, recorded_mtime
+from codeqa.indexing.progress import Progress
 from codeqa.indexing.vectors import embedding_batches, reuse_vectors
-from codeqa.parsing.doc_sections import split_sections
 from codeqa.parsing.languages import (
     CONSTRUCTOR_CALLS,
-    DOC_KIND,
-    DOC_LANGUAGES,
-    FILE_KIND,
-    HEAD_CHARS,
-    LANGUAGES,
-    MODULE_KIND,
-    MODULE_ROW_ROLES,
-    OTHER_LANGUAGE,
-    file_role,
-    section_format,
     table_of,
 )
-from codeqa.parsing.module_code import chunks_with_rows, file_head, line_chunks
 from codeqa.parsing.references import is_resolved, resolve_references
 from codeqa.parsing.repo_files import RepoPathError, SourceFile, WalkReport, walk_repo
-from codeqa.parsing.treesitter import ParsedFile, parse_source
 from codeqa.store import registry
 from codeqa.store.connection import connect
 from codeqa.store.create_tables import RepoTables
 from codeqa.store.errors import IndexStoreError, ModelMismatchError
 from codeqa.store.lease import IndexBusyError, RepoLock
-from codeqa.store.rows import file_text, prepare_row
 from codeqa.store.schema import INDEX_VERSION, MAX_STORED_REFERENCES, ROW_TABLES
 
 log = logging.getLogger("codeqa.index")
@@ -63,10 +48,6 @@ log = logging.getLogger("codeqa.index")
 # Distinct texts embedded (and their vectors written) at a time: a few seconds of the local
 # model on CPU, so progress moves and a crash loses little; shorter batches cost more merges.
 VECTOR_BATCH = 512
-# Off a terminal (a log file, `make run`, a service), a stage's progress is a line at every
-# PROGRESS_STEP percent, or after PROGRESS_EVERY_S seconds without one, whichever comes first.
-PROGRESS_STEP = 10
-PROGRESS_EVERY_S = 10.0
 
 
 class NothingToIndexError(CodeQAError):
@@ -75,55 +56,34 @@ class NothingToIndexError(CodeQAError):
     http_status = 400
 
 
-@dataclass
-class IndexReport:
-    """What one run did; printed by the CLI and kept in the registry."""
+@dataclass(kw_only=True)
+class IndexReport(RepoStats):
+    """What one run did: the counters the registry keeps (`RepoStats`, of which this is one) and
+    what only this run's summary shows."""
 
     name: str
     root: str
-    files_by_language: Counter = field(default_factory=Counter)
-    added: int = 0
-    changed: int = 0
-    deleted: int = 0
-    unchanged: int = 0
-    methods: int = 0
-    classes: int = 0
-    docs: int = 0
-    modules: int = 0
-    references: int = 0
+    files_by_language: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
     references_updated: int = 0
-    embedded: int = 0  # distinct texts embedded
-    rows: int = 0
-    vectors_pending: int = 0
-    skipped: Counter = field(default_factory=Counter)
-    skipped_examples: dict = field(default_factory=dict)
-    non_utf8: int = 0
-    bom_decoded: Counter = field(default_factory=Counter)  # utf-16/utf-32 files read this run
-    syntax_errors: list[str] = field(default_factory=list)
-    too_deep: Counter = field(default_factory=Counter)  # file → definitions nested beyond MAX_NESTING
-    timings: dict[str, float] = field(default_factory=dict)
+    skipped_examples: dict[str, list[str]] = field(default_factory=dict)
+    bom_decoded: Counter[str] = field(default_factory=Counter)  # utf-16/utf-32 files read this run
+    syntax_error_files: list[str] = field(default_factory=list)
+    too_deep: Counter[str] = field(default_factory=Counter)  # file → definitions nested beyond MAX_NESTING
     notices: list[str] = field(default_factory=list)  # for the user, printed before the summary
 
     def stats(self) -> RepoStats:
+        """The counters as the registry keeps them."""
+        counters = {f.name: getattr(self, f.name) for f in fields(RepoStats)}
         return RepoStats(
-            files_by_language=dict(self.files_by_language),
-            files=sum(self.files_by_language.values()),
-            methods=self.methods,
-            classes=self.classes,
-            docs=self.docs,
-            modules=self.modules,
-            references=self.references,
-            added=self.added,
-            changed=self.changed,
-            deleted=self.deleted,
-            unchanged=self.unchanged,
-            embedded=self.embedded,
-            rows=self.rows,
-            vectors_pending=self.vectors_pending,
-            skipped=dict(self.skipped),
-            non_utf8=self.non_utf8,
-            syntax_errors=len(self.syntax_errors),
-            timings={k: round(v, 3) for k, v in self.timings.items()},
+            **{
+                **counters,
+                "files_by_language": dict(self.files_by_language),
+                "files": sum(self.files_by_language.values()),
+                "skipped": dict(self.skipped),
+                "syntax_errors": len(self.syntax_error_files),
+                "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            }
         )
 
 
@@ -144,64 +104,6 @@ def batch_gc() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _duration(seconds: float) -> str:
-    """`42s`, `3m05s`, `1h02m`: short enough for a progress line."""
-    seconds = int(round(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-
-
-class Progress:
-    """How far one stage of a run is (files parsed, rows embedded), on stderr: a bar on a
-    terminal; elsewhere, where a bar's carriage returns would be one endless line or nothing,
-    a line per PROGRESS_STEP percent or PROGRESS_EVERY_S seconds, with the rate and the time
-    left, and one when the stage is done. `show=False` says nothing."""
-
-    def __init__(self, desc: str, total: int, unit: str, show: bool | None) -> None:
-        self.desc, self.total, self.unit = desc, total, unit
-        self.enabled = show is not False and total > 0
-        self.bar = tqdm(total=total, unit=unit, desc=desc) if self.enabled and sys.stderr.isatty() else None
-        self.done = 0
-        self.started = self.last_line = time.monotonic()
-        self.last_step = 0
-
-    def update(self, count: int) -> None:
-        self.done += count
-        if self.bar is not None:
-            self.bar.update(count)
-        elif self.enabled and self.done < self.total:
-            now = time.monotonic()
-            step = self.done * 100 // self.total // PROGRESS_STEP
-            if step > self.last_step or now - self.last_line >= PROGRESS_EVERY_S:
-                self.last_step, self.last_line = step, now
-                self._line(now)
-
-    def _line(self, now: float) -> None:
-        elapsed = now - self.started
-        rate = self.done / elapsed if elapsed > 0 else 0.0
-        left = f", about {_duration((self.total - self.done) / rate)} left" if rate > 0 else ""
-        print(
-            f"{self.desc}: {self.done:,}/{self.total:,} {self.unit}s ({self.done * 100 // self.total}%), "
-            f"{rate:,.1f} {self.unit}s/s{left}",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-        elif self.enabled and self.done:
-            print(
-                f"{self.desc}: {self.done:,}/{self.total:,} {self.unit}s done in "
-                f"{_duration(time.monotonic() - self.started)}",
-                file=sys.stderr,
-                flush=True,
-            )
-
-
 @contextmanager
 def _stage(report: IndexReport, name: str) -> Iterator[None]:
     start = time.perf_counter()
@@ -209,221 +111,6 @@ def _stage(report: IndexReport, name: str) -> Iterator[None]:
         yield
     finally:
         report.timings[name] = report.timings.get(name, 0.0) + time.perf_counter() - start
-
-
-# --- Files → rows ---------------------------------------------------------------------------
-
-
-def _row_id(file_path: str, kind: str, qualified_name: str, start_line: int) -> str:
-    return hashlib.sha1(f"{file_path}\0{kind}\0{qualified_name}\0{start_line}".encode()).hexdigest()[:20]
-
-
-@dataclass
-class FileRows:
-    """Everything one file contributes: its rows by table (`schema.ROW_TABLES`) and its
-    manifest entry."""
-
-    manifest: ManifestEntry
-    rows: dict[str, list[dict]]
-    too_deep: int = 0  # definitions nested too deep for rows of their own
-
-
-def _base_row(repo: str, file: SourceFile, role: str, **fields: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "repo": repo,
-        "file_path": file.path,
-        "language": file.language,
-        "role": role,
-        "file_hash": file.sha256,
-        "signature": "",
-        "doc": "",
-        "parent": None,
-    }
-    row.update(fields)
-    row["id"] = _row_id(file.path, row["kind"], row["qualified_name"], row["start_line"])
-    return row
-
-
-def _code_rows(repo: str, file: SourceFile, role: str, parsed: ParsedFile) -> list[dict]:
-    rows = []
-    for d in parsed.definitions:
-        row = _base_row(
-            repo,
-            file,
-            role,
-            kind=d.kind,
-            name=d.name,
-            qualified_name=d.qualified_name,
-            signature=d.signature,
-            doc=d.doc,
-            code=d.code,
-            start_line=d.start_line,
-            end_line=d.end_line,
-            parent=d.parent,
-            declaration=d.declaration,
-            signatures=list(d.signatures),
-        )
-        if table_of(d.kind) == "classes":
-            row["method_signatures"] = list(d.method_signatures)
-        rows.append(row)
-    return rows
-
-
-def _doc_rows(repo: str, file: SourceFile, role: str, max_chars: int = 2000) -> list[dict]:
-    return [
-        _base_row(
-            repo,
-            file,
-            role,
-            kind=DOC_KIND,
-            name=s.title,
-            qualified_name=s.qualified_name,
-            code=s.text,
-            start_line=s.start_line,
-            end_line=s.end_line,
-            method_signatures=[],
-        )
-        for s in split_sections(file.text, file.language, file.path.rsplit("/", 1)[-1], max_chars)
-    ]
-
-
-# A configuration or data file's sections grow rather than multiply past this count: a
-# 1 MB generated YAML should not cost a thousand embeddings.
-MAX_FORMAT_SECTIONS = 64
-
-
-def _text_rows(repo: str, file: SourceFile, role: str) -> tuple[ParsedFile, list[dict]]:
-    """What a file no grammar parses contributes besides its file row: docs and structured
-    formats (YAML keys, SQL statements, Makefile targets, ...) their sections; any other text
-    (JSON, CSS, a language without a grammar) line windows, kept as its module code so that
-    the file row shows its head and a long file gets module rows, as code does."""
-    parsed = ParsedFile(file.language, definitions=[], references=[], imports=[], imported_names=[], has_errors=False)
-    if file.language in DOC_LANGUAGES:
-        return parsed, _doc_rows(repo, file, role)
-    parsed.module_code = line_chunks([line.rstrip("\r") for line in file.text.split("\n")])
-    if section_format(file.language) is None:
-        return parsed, []
-    return parsed, _doc_rows(repo, file, role, max(2000, len(file.text) // MAX_FORMAT_SECTIONS))
-
-
-def text_fallback_notice(languages_by_path: dict[str, str]) -> str | None:
-    """What the run did with files no grammar or format knows, for the user: `12 files indexed
-    as text: .nim (10), .v (2)`; None when there were none."""
-    kinds = Counter(
-        PurePosixPath(path).suffix.lower() or PurePosixPath(path).name
-        for path, language in languages_by_path.items()
-        if language == OTHER_LANGUAGE
-    )
-    if not kinds:
-        return None
-    shown = ", ".join(f"{kind} ({count})" for kind, count in kinds.most_common(8))
-    more = ", ..." if len(kinds) > 8 else ""
-    return f"{sum(kinds.values())} files indexed as text (no grammar for them): {shown}{more}"
-
-
-def _module_rows(
-    repo: str, file: SourceFile, role: str, parsed: ParsedFile, names: list[str], chunked: bool = True
-) -> list[dict]:
-    """The file row and module-code rows (for a long module body, unless `chunked` is False:
-    sections cover it) of one file.
-
-    An empty file (a package's `__init__.py`) has nothing to be found by: no row. Given one,
-    its vector would be its path alone, which ranks near anything in a small repo."""
-    if not file.text.strip():
-        return []
-    file_name = file.path.rsplit("/", 1)[-1]
-    lines = file.text.count("\n") + (not file.text.endswith("\n"))
-    whole = _base_row(
-        repo,
-        file,
-        role,
-        kind=FILE_KIND,
-        name=file_name,
-        qualified_name=file.path,
-        doc=parsed.module_doc,
-        code=file_head(parsed.module_code),
-        start_line=1,
-        end_line=max(1, lines),
-        imports=list(parsed.imports),
-        top_level_names=names,
-        file_text=file_text(file.path, file.text),
-    )
-    chunks = [
-        _base_row(
-            repo,
-            file,
-            role,
-            kind=MODULE_KIND,
-            name=file_name,
-            qualified_name=file.path,
-            code=chunk.code,
-            start_line=chunk.start_line,
-            end_line=chunk.end_line,
-            imports=[],
-            top_level_names=[],
-            file_text="",
-        )
-        for chunk in (chunks_with_rows(parsed.module_code) if chunked and role in MODULE_ROW_ROLES else ())
-    ]
-    return [whole] + chunks
-
-
-def _dedupe_ids(rows: list[dict]) -> None:
-    seen: Counter = Counter()
-    for row in rows:
-        seen[row["id"]] += 1
-        if seen[row["id"]] > 1:
-            row["id"] = f"{row['id']}-{seen[row['id']]}"
-
-
-def file_rows(repo: str, file: SourceFile, mtime_ns: int) -> FileRows:
-    """Parse one file into rows and its manifest entry (which records `mtime_ns`)."""
-    role = file_role(file.path, file.text[:HEAD_CHARS])
-    if file.language in LANGUAGES:
-        parsed = parse_source(file.text, file.language, file.path)
-        symbols = _code_rows(repo, file, role, parsed)
-        names = parsed.top_level_names
-    else:
-        parsed, symbols = _text_rows(repo, file, role)
-        names = list(dict.fromkeys(row["name"] for row in symbols))
-    rows = symbols + _module_rows(repo, file, role, parsed, names, chunked=section_format(file.language) is None)
-    _dedupe_ids(rows)
-    infos = tuple(
-        SymbolInfo(
-            id=r["id"],
-            file_path=file.path,
-            language=file.language,
-            kind=r["kind"],
-            name=r["name"],
-            qualified_name=r["qualified_name"],
-            parent=r["parent"],
-        )
-        for r in symbols
-        if r["kind"] != DOC_KIND and not r.get("declaration")
-    )
-    parse = FileParse(
-        file.path,
-        file.language,
-        infos,
-        tuple(parsed.references),
-        tuple(parsed.imports),
-        tuple(parsed.imported_names),
-        tuple(parsed.bindings),
-    )
-    manifest = ManifestEntry(
-        file_path=file.path,
-        sha256=file.sha256,
-        language=file.language,
-        size=file.size,
-        mtime_ns=mtime_ns,
-        non_utf8=file.decoded_with_replacement,
-        has_errors=parsed.has_errors,
-        parsed=parse.to_json(),
-    )
-    by_table: dict[str, list[dict]] = {name: [] for name in ROW_TABLES}
-    for row in rows:
-        by_table[table_of(row["kind"])].append(prepare_row(row))
-    return FileRows(manifest, by_table, parsed.too_deep)
 
 
 # --- The run -----------------------------------------------------------------------------------
@@ -680,7 +367,7 @@ def _write_files(
                 for file in batch:
                     one = file_rows(report.name, file, recorded_mtime(file.mtime_ns, walked_at))
                     if one.manifest.has_errors:
-                        report.syntax_errors.append(file.path)
+                        report.syntax_error_files.append(file.path)
                     if one.too_deep:
                         report.too_deep[file.path] = one.too_deep
                     parsed.append(one)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from codeqa.parsing.references import is_resolved
 from codeqa.search.overloads import Signed
 from codeqa.search.question_kind import QuestionKind
 
@@ -37,6 +38,44 @@ class Hit:
     relevance: float = 0.0  # what a reader is shown as its score: see `_show_relevance`
     declaration: bool = False  # a signature only, with no implementation in the repository (overloads.py)
     signatures: list[str] = field(default_factory=list)  # of an overload set, in source order
+
+    @classmethod
+    def from_row(cls, row: dict, table: str) -> Hit:
+        """A row of table `table`, as read (`SELECT` columns and `_score_value`)."""
+        return cls(
+            id=row["id"],
+            table=table,
+            kind=row["kind"],
+            name=row["name"],
+            qualified_name=row["qualified_name"],
+            file_path=row["file_path"],
+            start_line=row["start_line"],
+            end_line=row["end_line"],
+            language=row["language"],
+            role=row["role"],
+            signature=row["signature"] or "",
+            doc=row["doc"] or "",
+            code=row["code"] or "",
+            # Name matches (`x.m()` with `x` of unknown type) are kept for @references, not
+            # shown as uses nor fed to ranking: `reference_count` counts resolved uses only.
+            parent=row["parent"],
+            references=[r for r in row["references"] or [] if is_resolved(r.get("resolution") or "")],
+            reference_count=row["reference_count"] or 0,
+            score=row["_score_value"],
+            declaration=bool(row.get("declaration")),
+            signatures=list(row.get("signatures") or []),
+        )
+
+    def embedded_fields(self) -> dict[str, str]:
+        """The fields `store.rows.embedding_text` reads: the reranker reads what the index embeds."""
+        return {
+            "file_path": self.file_path,
+            "kind": self.kind,
+            "qualified_name": self.qualified_name,
+            "signature": self.signature,
+            "doc": self.doc,
+            "code": self.code,
+        }
 
     def signed(self) -> Signed:
         return Signed(self.language, self.qualified_name, self.declaration, self.signature, self.signatures)

@@ -32,7 +32,6 @@ from codeqa.core.config import Settings
 from codeqa.core.errors import LLMUnavailable
 from codeqa.indexing.embeddings import get_embedder
 from codeqa.llm import prompts
-from codeqa.parsing.references import is_resolved
 from codeqa.search import exact
 from codeqa.search.fusion import fuse_hybrid, fuse_ranked
 from codeqa.search.options import SearchOptions, check_options
@@ -288,7 +287,11 @@ class Retriever:
             pool = exact.exact_first(
                 parsed,
                 pool,
-                [_hit(row, kind) for kind, rows in zip(ROW_TABLES, named, strict=False) for row in rows.result()],
+                [
+                    Hit.from_row(row, kind)
+                    for kind, rows in zip(ROW_TABLES, named, strict=False)
+                    for row in rows.result()
+                ],
             )
             pool = self._group_overloads(repo, pool, options)
         report("search", "done", stages.timings["search"] + stages.timings["exact"], f"{len(pool)} candidates")
@@ -406,7 +409,7 @@ class Retriever:
                 rows = fuse_hybrid(vector_lists[0], rows)[:limit] if kind in texts else vector_lists[0]
             if len(vector_lists) > 1:  # a report's pieces: their vector rankings join the fused one
                 rows = fuse_ranked([rows, *vector_lists[1:]])[:limit]
-            hits += [_hit(row, kind) for row in rows]
+            hits += [Hit.from_row(row, kind) for row in rows]
         return rank_pool(hits, query.about_tests), (vectors[0] if vectors else None)
 
     @staticmethod
@@ -452,7 +455,7 @@ class Retriever:
             for row, vector, tokens in rows:
                 definitions.append(
                     in_pool.get(row["id"])
-                    or _hit(
+                    or Hit.from_row(
                         {
                             **row,
                             "signature": "",
@@ -489,7 +492,7 @@ class Retriever:
         def read_whole(kind: str) -> list[Hit]:
             ids = [hit.id for hit in light if hit.table == kind]
             rows = self.index.reader(repo).rows_by_ids(kind, ids, SELECT, paths)
-            return [_hit({**row, "_score_value": 0.0}, kind) for row in rows]
+            return [Hit.from_row({**row, "_score_value": 0.0}, kind) for row in rows]
 
         return {
             hit.id: hit for found in self._pool.map(read_whole, sorted({hit.table for hit in light})) for hit in found
@@ -560,7 +563,7 @@ class Retriever:
                 whole = self._whole_hits(repo, [definition.hit for definition in chosen])
                 for definition in chosen:
                     definition.hit = whole.get(definition.hit.id, definition.hit)
-                scores = reranker.score(parsed.semantic, [embedding_text(_row_of(d.hit)) for d in chosen])
+                scores = reranker.score(parsed.semantic, [embedding_text(d.hit.embedded_fields()) for d in chosen])
         except RerankUnavailable as exc:
             notices.append(f"Rerank unavailable: {exc}")
             report("rerank", "skipped", None, str(exc))
@@ -579,7 +582,7 @@ class Retriever:
             return hits
         reader = self.index.reader(repo)
         found = [
-            _hit({**row, "_score_value": 0.0}, kind)
+            Hit.from_row({**row, "_score_value": 0.0}, kind)
             for kind in SYMBOL_TABLES
             for row in reader.implementations_of(kind, names, options.scope(), SELECT, MAX_EXACT_ROWS)
         ]
@@ -636,32 +639,6 @@ def _show_relevance(hits: list[Hit], files: list[FileHit], parsed: ParsedQuery) 
         file.relevance = ceiling = min(ceiling, 1.0 if file.path in certain_files else chance[file.path])
 
 
-def _hit(row: dict, table: str) -> Hit:
-    return Hit(
-        id=row["id"],
-        table=table,
-        kind=row["kind"],
-        name=row["name"],
-        qualified_name=row["qualified_name"],
-        file_path=row["file_path"],
-        start_line=row["start_line"],
-        end_line=row["end_line"],
-        language=row["language"],
-        role=row["role"],
-        signature=row["signature"] or "",
-        doc=row["doc"] or "",
-        code=row["code"] or "",
-        # Name matches (`x.m()` with `x` of unknown type) are kept for @references, not
-        # shown as uses nor fed to ranking: `reference_count` counts resolved uses only.
-        parent=row["parent"],
-        references=[r for r in row["references"] or [] if is_resolved(r.get("resolution") or "")],
-        reference_count=row["reference_count"] or 0,
-        score=row["_score_value"],
-        declaration=bool(row.get("declaration")),
-        signatures=list(row.get("signatures") or []),
-    )
-
-
 def _scored(rows: list[dict], score: Callable[[dict], float]) -> list[dict]:
     for row in rows:
         row["_score_value"] = float(score(row))
@@ -678,15 +655,3 @@ def _snippets_for_expansion(hits: list[Hit]) -> str:
             f"{hit.file_path}:{hit.start_line} {hit.qualified_name}: {head[:160]}" + (f" — {doc[:120]}" if doc else "")
         )
     return "\n".join(lines)
-
-
-def _row_of(hit: Hit) -> dict:
-    """The fields `rows.embedding_text` reads: the reranker reads what the index embeds."""
-    return {
-        "file_path": hit.file_path,
-        "kind": hit.kind,
-        "qualified_name": hit.qualified_name,
-        "signature": hit.signature,
-        "doc": hit.doc,
-        "code": hit.code,
-    }
