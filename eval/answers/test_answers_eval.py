@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import run as answers
+from . import run as answers
 
 pytestmark = pytest.mark.unit
 
