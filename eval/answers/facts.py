@@ -429,11 +429,13 @@ def score_row(item: Item, answer: str, context: str) -> dict:
         "answer_entities": [in_answer.entities_found, in_answer.entities_total],
         "context_entities": [in_context.entities_found, in_context.entities_total],
         "answer_has_all": in_answer.has_all if item.complete else None,
+        "context_has_lines": any(hit for f, hit in zip(item.facts, in_context.found) if f.kind == "path_line")
+        if any(f.kind == "path_line" for f in item.facts) else None,
     }
 
 
-TABLE_COLUMNS = ("n", "answer has a fact", "context has a fact", "answer | context", "entities named",
-                 "all (complete lists)", "first token p50 s", "total p50 s")
+TABLE_COLUMNS = ("n", "answer has a fact", "context has a fact", "context shows gold lines",
+                 "answer given context", "entities named", "all (complete lists)", "first token p50 s", "total p50 s")
 
 
 def _rate(hits: int, total: int) -> str:
@@ -447,16 +449,19 @@ def _median(values: list[float]) -> str:
 
 def summary(rows: list[dict]) -> dict[str, str]:
     """One table row over answered items (rows as `score_row` makes them, plus `first_token_s`,
-    `total_s`). `answer | context`: the answer's rate over the items whose context held a fact,
-    the issue's target measure."""
+    `total_s`). `answer given context`: the answer's rate over the items whose context held a
+    fact, the issue's target measure; `context shows gold lines`: over the items with a gold
+    range, whether a line of one was shown (stricter than a gold name occurring somewhere)."""
     with_context = [r for r in rows if r["context_has_fact"]]
+    with_lines = [r for r in rows if r.get("context_has_lines") is not None]
     complete = [r for r in rows if r.get("answer_has_all") is not None]
     shares = [r["answer_entities"][0] / r["answer_entities"][1] for r in rows if r["answer_entities"][1]]
     return {
         "n": str(len(rows)),
         "answer has a fact": _rate(sum(r["answer_has_fact"] for r in rows), len(rows)),
         "context has a fact": _rate(sum(r["context_has_fact"] for r in rows), len(rows)),
-        "answer | context": _rate(sum(r["answer_has_fact"] for r in with_context), len(with_context)),
+        "context shows gold lines": _rate(sum(r["context_has_lines"] for r in with_lines), len(with_lines)),
+        "answer given context": _rate(sum(r["answer_has_fact"] for r in with_context), len(with_context)),
         "entities named": f"{statistics.fmean(shares):.2f}" if shares else "–",
         "all (complete lists)": _rate(sum(bool(r["answer_has_all"]) for r in complete), len(complete)),
         "first token p50 s": _median([r.get("first_token_s") for r in rows]),

@@ -107,6 +107,13 @@ def answer_row(item: Item, events: list[tuple[str, dict, float]], context: str, 
     }
 
 
+def rescore(run: dict, items: dict[str, Item]) -> None:
+    """Score a stored run's answers and contexts again with the current gold (after a label fix);
+    rows of items no longer in the set are dropped."""
+    run["rows"] = [{**row, **score_row(items[row["id"]], row["answer"], row["context"])}
+                   for row in run["rows"] if row["id"] in items]
+
+
 def report_tables(run: dict, groupings: tuple[str, ...] = GROUPINGS) -> str:
     """One run's tables, one per grouping, under a heading that says what answered."""
     head = (f"### {run['label']} ({run.get('commit', '?')}, {run.get('llm', '?')}): "
@@ -182,6 +189,11 @@ def ask(args: argparse.Namespace) -> int:
     if not items:
         raise SystemExit("no items selected")
     data = args.work / args.label / "data"
+    if args.model is not None:  # an assembled model, linked in instead of assembled again
+        link = data / "models" / args.model.name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.exists():
+            link.symlink_to(args.model.resolve())
     settings = _settings(data, args.llm)
     indexed = {}
     for name in dict.fromkeys(i.repo for i in items):
@@ -219,6 +231,10 @@ def _write(path: Path, run: dict) -> None:
 
 def report(args: argparse.Namespace) -> int:
     runs = [json.loads(path.read_text(encoding="utf-8")) for path in args.runs]
+    if args.rescore:
+        items = {item.id: item for item in load_items()}
+        for run in runs:
+            rescore(run, items)
     parts = []
     for run in runs:
         parts.append(report_tables(run, tuple(args.by)))
@@ -243,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--work", type=Path, default=DEFAULT_WORK, help="checkouts and data dirs (default: eval/.cache/facts)")
     one.add_argument("--llm", choices=("embedded", "configured"), default="embedded",
                      help="embedded: the bundled model; configured: CODEQA_LLM_BASE_URL and friends from the environment")
+    one.add_argument("--model", type=Path, help="the assembled GGUF of the embedded model, linked into the data dir "
+                                                "instead of assembled there (it is checked against its pinned size)")
     one.add_argument("--repos", nargs="+", metavar="OWNER/NAME")
     one.add_argument("--kinds", nargs="+", choices=KINDS)
     one.add_argument("--ids", nargs="+")
@@ -251,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     both.add_argument("runs", type=Path, nargs="+")
     both.add_argument("--by", nargs="+", choices=GROUPINGS, default=list(GROUPINGS))
     both.add_argument("--out", type=Path)
+    both.add_argument("--rescore", action="store_true", help="score the stored answers again with the current facts.jsonl")
     args = parser.parse_args(argv)
     if args.command == "ask":
         args.json = args.json or args.work / f"{args.label}.json"

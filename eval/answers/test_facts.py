@@ -216,7 +216,8 @@ def test_a_context_without_numbered_lines_falls_back_on_its_headers():
 def row(kind: str, answer: bool, context: bool, repo: str = "o/a", complete: bool | None = None, first: float = 1.0) -> dict:
     return {"kind": kind, "repo": repo, "language": "python", "answer_has_fact": answer, "context_has_fact": context,
             "answer_entities": [int(answer), 1], "answer_has_all": answer if complete else None,
-            "context_facts": ["x"] if context else [], "first_token_s": first, "total_s": first * 2, "id": f"{kind}-{answer}"}
+            "context_facts": ["x"] if context else [], "context_has_lines": context if kind == "how" else None,
+            "first_token_s": first, "total_s": first * 2, "id": f"{kind}-{answer}"}
 
 
 def test_the_summary_rates_answers_over_all_items_and_over_those_whose_context_held_a_fact():
@@ -224,7 +225,8 @@ def test_the_summary_rates_answers_over_all_items_and_over_those_whose_context_h
     values = facts.summary(rows)
     assert values["answer has a fact"] == "0.50 (2/4)"
     assert values["context has a fact"] == "0.75 (3/4)"
-    assert values["answer | context"] == "0.67 (2/3)"
+    assert values["answer given context"] == "0.67 (2/3)"
+    assert values["context shows gold lines"] == "0.67 (2/3)"  # over the three items with a gold range
     assert values["all (complete lists)"] == "1.00 (1/1)"
     assert values["first token p50 s"] == "1.0"
 
@@ -235,6 +237,7 @@ def test_the_kind_table_has_a_line_per_kind_then_the_structural_kinds_then_all()
     labels = [line.split("|")[1].strip() for line in lines[2:]]
     assert labels == ["callers", "callees", "why", "structural (callers + callees)", "all"]
     assert "0.50 (1/2)" in lines[5]  # structural: one of two answers holds a fact
+    assert all(line.count("|") == len(facts.TABLE_COLUMNS) + 2 for line in lines)  # no stray column
 
 
 # --- The runner's pure parts -------------------------------------------------------------------------
@@ -268,7 +271,7 @@ def test_an_answer_row_times_the_first_token_and_scores_answer_and_context():
     assert result["answer"] == "It is `total` [shop/models.py:15-17]."
     assert result["sources"] == [{"file_path": MODELS, "start_line": 15, "end_line": 17, "qualified_name": "Cart.total"}]
     assert result["answer_has_fact"] and result["answer_facts"] == ["total", f"{MODELS}:15-17"]
-    assert result["context_facts"] == ["total", f"{MODELS}:15-17"]
+    assert result["context_facts"] == ["total", f"{MODELS}:15-17"] and result["context_has_lines"] is True
 
 
 def test_an_answer_that_never_streamed_has_no_first_token():
@@ -410,3 +413,11 @@ def test_a_fact_about_a_checkout_made_of_the_mirror(tmp_path):
     root = facts_run.checkout(repo, tmp_path / "m", tmp_path / "cache")
     assert (root / MODELS).read_text().startswith('"""A tiny shop')
     assert facts_run.checkout(repo, tmp_path / "m", tmp_path / "cache") == root  # made once
+
+
+def test_a_stored_run_is_scored_again_with_the_current_gold():
+    item = make(fact_list=[name("total")])
+    run = {"rows": [{"id": "t-1", "answer": "`total` does it", "context": "", "answer_has_fact": False},
+                    {"id": "gone", "answer": "", "context": ""}]}
+    facts_run.rescore(run, {"t-1": item})
+    assert len(run["rows"]) == 1 and run["rows"][0]["answer_has_fact"] is True
