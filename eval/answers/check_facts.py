@@ -35,7 +35,7 @@ import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from codeqa.parsing.languages import CALLABLE_KINDS, code_language
@@ -254,7 +254,7 @@ def check_item(snap: Snapshot, item: Item) -> Report:
     return report
 
 
-@lru_cache(maxsize=None)
+@cache
 def _snapshot(root: str, commit: str) -> Snapshot:
     return Snapshot(Path(root), commit)
 

@@ -151,17 +151,17 @@ def checkout(repo: Repo, mirror: Path, work: Path) -> Path:
 
 def _tree_commit() -> str:
     """The commit of the code tree whose `codeqa` package answers."""
-    import codeqa  # noqa: PLC0415
+    import codeqa
 
     root = Path(codeqa.__file__).resolve().parents[1]
-    found = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    found = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
     dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
+                           capture_output=True, text=True, check=False).stdout.strip()
     return f"{found.stdout.strip() or '?'}{' (+ uncommitted changes)' if dirty else ''} at {root}"
 
 
 def _settings(data: Path, llm: str):
-    import codeqa  # noqa: PLC0415
+    import codeqa
 
     overrides: dict = {"data_dir": data, "lancedb_uri": "", "redis_url": ""}
     if llm == "embedded":
@@ -170,7 +170,7 @@ def _settings(data: Path, llm: str):
 
 
 def _events(services, item: Item, user: str) -> Iterator[tuple[str, dict, float]]:
-    from codeqa.chat.answer import ChatTurn  # noqa: PLC0415 - the chat's one input type
+    from codeqa.chat.answer import ChatTurn
 
     turn = ChatTurn(user=user, repo=repo_index_name(item.repo), message=f"@codebase {item.question}", hyde=False)
     for name, data in services.chat.run(turn):
@@ -180,7 +180,7 @@ def _events(services, item: Item, user: str) -> Iterator[tuple[str, dict, float]
 def ask(args: argparse.Namespace) -> int:
     os.environ.setdefault("LANCEDB_LOG", "error")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import codeqa  # noqa: PLC0415
+    import codeqa
 
     if args.mirror is None:
         raise SystemExit(f"no mirror: pass --mirror or set ${MIRROR_ENV}")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from . import check_facts, facts, facts_run
-from .facts import Fact, parse_item
+from .facts import parse_item
 
 pytestmark = pytest.mark.unit
 
@@ -405,7 +405,7 @@ def test_a_fact_about_a_checkout_made_of_the_mirror(tmp_path):
     subprocess.run([*git, "init", "-q", str(work)], check=True)
     subprocess.run([*git, "-C", str(work), "add", "."], check=True)
     subprocess.run([*git, "-C", str(work), "commit", "-qm", "one"], check=True)
-    first = subprocess.run(["git", "-C", str(work), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    first = subprocess.run(["git", "-C", str(work), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     (work / MODELS).write_text("# two\n")
     subprocess.run([*git, "-C", str(work), "commit", "-qam", "two"], check=True)
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(tmp_path / "m" / "o+shop" / "repo")], check=True)
