@@ -42,8 +42,8 @@ class Disk:
         content = self.contents[file.path]
         if content is None:  # e.g. binary: the content rules it out
             return None
-        return SourceFile(file.path, file.abs_path, file.language, file.size, file.mtime_ns, content,
-                          sha(content), file.path in self.non_utf8)
+        return SourceFile(file.path, file.abs_path, file.language, file.size, file.mtime_ns, sha(content),
+                          file.path in self.non_utf8, text=content)
 
 
 def paths(files) -> list[str]:

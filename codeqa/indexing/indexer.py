@@ -26,16 +26,17 @@ from codeqa.core.config import Settings
 from codeqa.core.errors import CodeQAError
 from codeqa.core.records import ManifestEntry, RepoInfo, RepoStats
 from codeqa.indexing.embeddings import Embedder, EmbeddingError, get_embedder
-from codeqa.indexing.file_rows import file_rows, text_fallback_notice
-from codeqa.indexing.index_plan import IndexPlan, plan_index, recorded_mtime
+from codeqa.indexing.file_rows import FileRows, text_fallback_notice
+from codeqa.indexing.index_plan import IndexPlan, plan_index
 from codeqa.indexing.progress import Progress
 from codeqa.indexing.vectors import embedding_batches, reuse_vectors
+from codeqa.indexing.workers import Parsers
 from codeqa.parsing.languages import (
     CONSTRUCTOR_CALLS,
     table_of,
 )
 from codeqa.parsing.references import is_resolved, resolve_references
-from codeqa.parsing.repo_files import RepoPathError, SourceFile, WalkReport, walk_repo
+from codeqa.parsing.repo_files import ReadFile, RepoPathError, WalkReport, walk_repo
 from codeqa.store import registry
 from codeqa.store.connection import connect
 from codeqa.store.create_tables import RepoTables
@@ -270,7 +271,7 @@ def _index_locked(
     interrupted = repo.info.references_pending
     if plan.writes and not staging:
         registry.save_repo(db, replace(repo.info, references_pending=True))
-    _write_files(repo, plan.to_write, settings.write_batch, report, progress, walked_at, lock)
+    _write_files(repo, plan.to_write, embedder, settings, report, progress, walked_at, lock)
     if plan.restat:
         with _stage(report, "write"):
             repo.update_manifest(plan.restat)
@@ -321,7 +322,9 @@ def fill_vectors(
     bar = Progress("Embedding", report.vectors_pending, "row", progress)
     try:
         for table in repo.row_tables:
-            for batch in embedding_batches(repo.rows_without_vectors(table), VECTOR_BATCH):
+            for batch in (
+                batch for rows in repo.rows_without_vectors(table) for batch in embedding_batches(rows, VECTOR_BATCH)
+            ):
                 with _stage(report, "embed"):
                     vectors = embedder.embed(batch.texts)
                 ids = [row_id for row_ids in batch.row_ids for row_id in row_ids]
@@ -349,36 +352,51 @@ def _report_plan(report: IndexReport, plan: IndexPlan, walked: WalkReport) -> No
 
 def _write_files(
     repo: RepoTables,
-    todo: list[SourceFile],
-    batch_size: int,
+    todo: list[ReadFile],
+    embedder: Embedder,
+    settings: Settings,
     report: IndexReport,
     progress: bool | None,
     walked_at: int,
     lock: RepoLock,
 ) -> None:
-    """Parse and write the files that changed, a batch at a time (while the lock is ours).
-    Rows whose text is unchanged keep their vector; the others get theirs in `fill_vectors`."""
+    """Parse and write the files that changed, a batch at a time (while the lock is ours), the
+    parsing on every core (`workers.Parsers`). Rows whose text is unchanged keep their vector;
+    the others get theirs in `fill_vectors`."""
     bar = Progress("Parsing", len(todo), "file", progress)
+    size = settings.write_batch
+    batches = [todo[start : start + size] for start in range(0, len(todo), size)]
+    parsers = Parsers(report.name, settings, walked_at, len(todo), embedder if embedder.inline else None)
     try:
-        for start in range(0, len(todo), batch_size):
-            batch = todo[start : start + batch_size]
-            with _stage(report, "parse"):
-                parsed = []
-                for file in batch:
-                    one = file_rows(report.name, file, recorded_mtime(file.mtime_ns, walked_at))
+        with parsers:
+            parsed_batches = parsers.batches(batches, bar.update)
+            for batch in batches:
+                with _stage(report, "parse"):  # the time the writer waits for the parsers
+                    results = next(parsed_batches)
+                parsed = [one for one in results if isinstance(one, FileRows)]
+                for file, one in zip(batch, results, strict=True):
+                    if isinstance(one, str):
+                        report.skipped[one] += 1  # changed or gone since the plan was made
+                        continue
                     if one.manifest.has_errors:
                         report.syntax_error_files.append(file.path)
                     if one.too_deep:
                         report.too_deep[file.path] = one.too_deep
-                    parsed.append(one)
-                    bar.update(1)
-            rows = {name: [r for p in parsed for r in p.rows[name]] for name in ROW_TABLES}
-            with _stage(report, "write"):
-                reuse_vectors([r for t in rows.values() for r in t], repo.cached_vectors([f.path for f in batch]))
-                lock.check()
-                repo.replace_files([p.manifest for p in parsed], rows)
+                with _stage(report, "write"):
+                    _write_batch(repo, parsed, lock, embedded=embedder.inline)
     finally:
         bar.close()
+
+
+def _write_batch(repo: RepoTables, parsed: list[FileRows], lock: RepoLock, embedded: bool) -> None:
+    """One atomic write of a batch's rows; rows not `embedded` while parsed keep the vectors the
+    rows they replace had for the same text (the rest get theirs in `fill_vectors`)."""
+    rows = {name: [r for p in parsed for r in p.rows[name]] for name in ROW_TABLES}
+    if not embedded:
+        paths = [p.manifest.file_path for p in parsed]
+        reuse_vectors([r for t in rows.values() for r in t], repo.cached_vectors(paths))
+    lock.check()
+    repo.replace_files([p.manifest for p in parsed], rows)
 
 
 def _names_touched(entries: Iterable[ManifestEntry]) -> set[str]:

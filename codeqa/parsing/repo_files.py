@@ -36,7 +36,7 @@ import hashlib
 import os
 import stat
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 
 import pathspec
@@ -142,13 +142,24 @@ class FoundFile:
 
 
 @dataclass(frozen=True)
-class SourceFile(FoundFile):
-    """A found file whose content was read and passed the content checks."""
+class ReadFile(FoundFile):
+    """A found file whose content was read, passed the content checks and was hashed. Its text is
+    not kept: an index plan holds thousands of these, and the parser reads the file again."""
 
-    text: str
     sha256: str
     decoded_with_replacement: bool
     encoding: str = "utf-8"  # or utf-16 / utf-32, by the file's byte-order mark
+
+
+@dataclass(frozen=True)
+class SourceFile(ReadFile):
+    """A read file with its text."""
+
+    text: str = field(kw_only=True)
+
+    def without_text(self) -> ReadFile:
+        """What a plan keeps of it."""
+        return ReadFile(**{f.name: getattr(self, f.name) for f in fields(ReadFile)})
 
 
 @dataclass

@@ -12,7 +12,7 @@ against the winner's rows). `lease.py` keeps to one run per repo on top of that.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -99,10 +99,14 @@ class RepoTables:
                     cache[text_hash] = vector
         return cache
 
-    def rows_without_vectors(self, table: Any) -> list[dict]:
-        """The rows of `table` still waiting for their vector, with what `embedding_text` reads."""
+    def rows_without_vectors(self, table: Any, chunk_rows: int = 8192) -> Iterator[list[dict]]:
+        """The rows of `table` still waiting for their vector, with what `embedding_text` reads,
+        a chunk at a time (a large repo's rows never sit in memory at once). The scan reads the
+        table's version as it was when it started, so vectors written meanwhile don't move it."""
         columns = [c for c in EMBEDDED_COLUMNS if c in table.schema.names]
-        return _scan(table, columns, NO_VECTOR).to_pylist()
+        reader = table.search().where(NO_VECTOR).select(columns).limit(None).to_batches(chunk_rows)
+        for batch in reader:
+            yield batch.to_pylist()
 
     def store_vectors(self, table: Any, ids: Sequence[str], vectors: np.ndarray) -> None:
         """Write the vectors of these rows (matched on id); their other columns stay as they are."""

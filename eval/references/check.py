@@ -54,7 +54,7 @@ def checkout(mirror: Path, repo: str, commit: str, cache: Path) -> Path:
 def resolve(root: Path) -> dict[tuple[str, int, str], list[tuple[str, str]]]:
     """(path, line, called name) -> [(target "path::qualified_name", resolution)] for calls."""
     from codeqa.core.records import FileParse
-    from codeqa.indexing.indexer import file_rows
+    from codeqa.indexing.file_rows import file_rows
     from codeqa.parsing.repo_files import walk_repo
     from codeqa.parsing.languages import LANGUAGES
 
@@ -143,7 +143,7 @@ def sample(repo: str, commit: str, language: str, count: int, mirror: Path, cach
 
     root = checkout(mirror, repo, commit, cache)
     from codeqa.core.records import FileParse
-    from codeqa.indexing.indexer import file_rows
+    from codeqa.indexing.file_rows import file_rows
     from codeqa.parsing.repo_files import walk_repo
 
     walked = walk_repo(root)
