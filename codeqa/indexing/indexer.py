@@ -18,8 +18,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import lancedb
 import numpy as np
 
 from codeqa.core.config import Settings
@@ -43,6 +43,9 @@ from codeqa.store.create_tables import RepoTables
 from codeqa.store.errors import IndexStoreError, ModelMismatchError
 from codeqa.store.lease import IndexBusyError, RepoLock
 from codeqa.store.schema import INDEX_VERSION, MAX_STORED_REFERENCES, ROW_TABLES
+
+if TYPE_CHECKING:
+    import lancedb
 
 log = logging.getLogger("codeqa.index")
 

@@ -16,14 +16,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import lancedb
 import watchfiles
 from watchfiles import Change
 
 from codeqa.core.config import Settings
 from codeqa.indexing.indexer import IndexReport, index_repo
 from codeqa.parsing.repo_files import ChangeFilter, RepoPathError
+
+if TYPE_CHECKING:
+    import lancedb
 
 QUIET_MS = 800  # a burst ends after this long without events
 LOCK_WAIT_S = 3600.0  # a run of another process holding the repo's lock is waited for, not fatal

@@ -24,6 +24,7 @@ from codeqa.parsing.languages import DOC_KIND, MODULE_KIND
 from codeqa.store import filters
 from codeqa.store.connection import open_or_create_table, table_names
 from codeqa.store.filters import HAS_VECTOR, NO_VECTOR, Where
+from codeqa.store.lancedb_import import lancedb_module
 from codeqa.store.registry import table_name
 from codeqa.store.rows import EMBEDDED_COLUMNS
 from codeqa.store.schema import ANN_MIN_ROWS, FILE_TEXT_COLUMN, FILES_SCHEMA, FTS_COLUMNS, ROW_TABLES, row_schema
@@ -183,7 +184,7 @@ class RepoTables:
         grace period (a reader may still be on one). The vector index waits for the vectors:
         built while rows still lack theirs, it would hold only some (later rows are searched
         flat until the next compaction folds them in)."""
-        from lancedb.index import FTS, BTree, HnswSq
+        FTS, BTree, HnswSq = (getattr(lancedb_module().index, name) for name in ("FTS", "BTree", "HnswSq"))
 
         for table in self.row_tables:
             rows = table.count_rows()
