@@ -24,7 +24,7 @@ import numpy as np
 
 from codeqa.core.config import Settings
 from codeqa.core.errors import CodeQAError
-from codeqa.core.records import ManifestEntry, RepoInfo, RepoStats
+from codeqa.core.records import FileParse, RepoInfo, RepoStats
 from codeqa.indexing.embeddings import Embedder, EmbeddingError, get_embedder
 from codeqa.indexing.file_rows import FileRows, text_fallback_notice
 from codeqa.indexing.index_plan import IndexPlan, plan_index
@@ -35,7 +35,7 @@ from codeqa.parsing.languages import (
     CONSTRUCTOR_CALLS,
     table_of,
 )
-from codeqa.parsing.references import is_resolved, resolve_references
+from codeqa.parsing.references import Resolver, Use, is_resolved, use_order
 from codeqa.parsing.repo_files import ReadFile, RepoPathError, WalkReport, walk_repo
 from codeqa.store import registry
 from codeqa.store.connection import connect
@@ -254,7 +254,7 @@ def _index_locked(
         previous = RepoTables(db, existing)
 
     with _stage(report, "plan"):
-        manifest = previous.manifest() if previous else {}
+        manifest = previous.file_states() if previous else {}
         stored = previous.stored_file_paths() if previous else set()
         plan = plan_index(walked.files, manifest, stored, walked.read, walked_at)
     _report_plan(report, plan, walked)
@@ -274,15 +274,21 @@ def _index_locked(
     interrupted = repo.info.references_pending
     if plan.writes and not staging:
         registry.save_repo(db, replace(repo.info, references_pending=True))
+    # What the changed files used to define and use, read before they are replaced: the names
+    # whose uses this run re-resolves. Past a share of the repo, every name is re-resolved instead.
+    changed = {f.path for f in plan.to_write} | set(plan.delete)
+    partial = not interrupted and len(changed) <= max(FULL_RESOLUTION_FILES, len(manifest) // 5)
+    before = (
+        [parse for chunk in repo.parses(paths=sorted(changed & set(manifest))) for parse in chunk] if partial else []
+    )
     _write_files(repo, plan.to_write, embedder, settings, report, progress, walked_at, lock)
     if plan.restat:
         with _stage(report, "write"):
-            repo.update_manifest(plan.restat)
+            repo.record_states(plan.restat)
     with _stage(report, "delete"):
         repo.delete_files(plan.delete)
     with _stage(report, "references"):
-        changed = None if interrupted else {f.path for f in plan.to_write} | set(plan.delete)
-        report.references, report.references_updated = update_references(repo, changed, manifest)
+        report.references, report.references_updated = update_references(repo, changed if partial else None, before)
     with _stage(report, "optimize"):
         repo.finish()
 
@@ -402,11 +408,10 @@ def _write_batch(repo: RepoTables, parsed: list[FileRows], lock: RepoLock, embed
     repo.replace_files([p.manifest for p in parsed], rows)
 
 
-def _names_touched(entries: Iterable[ManifestEntry]) -> set[str]:
+def _names_touched(parses: Iterable[FileParse]) -> set[str]:
     """Names defined or used (incl. `Foo` of `Foo::new()`) in these files' parse results."""
     names: set[str] = set()
-    for entry in entries:
-        parse = entry.parse
+    for parse in parses:
         names.update(symbol.name for symbol in parse.symbols)
         for reference in parse.references:
             names.add(reference.name)
@@ -415,48 +420,81 @@ def _names_touched(entries: Iterable[ManifestEntry]) -> set[str]:
     return names
 
 
-def update_references(repo: RepoTables, changed: set[str] | None, before: dict[str, ManifestEntry]) -> tuple[int, int]:
+class _UsesOf:
+    """One definition's uses as they stream in, in any order: how many resolve and in all, and
+    the first MAX_STORED_REFERENCES of each kind in `use_order` (what its row keeps)."""
+
+    __slots__ = ("resolved", "matches", "count", "total")
+
+    def __init__(self) -> None:
+        self.resolved: list[Use] = []
+        self.matches: list[Use] = []
+        self.count = 0
+        self.total = 0
+
+    def add(self, use: Use) -> None:
+        self.total += 1
+        kept = self.resolved if is_resolved(use.resolution) else self.matches
+        self.count += kept is self.resolved
+        kept.append(use)
+        if len(kept) > 2 * MAX_STORED_REFERENCES:  # amortised: sort and cut now and then
+            kept.sort(key=use_order)
+            del kept[MAX_STORED_REFERENCES:]
+
+    def stored(self) -> list[dict]:
+        """Resolved uses first, then name matches (kept for readers, not counted), each in order."""
+        ordered = sorted(self.resolved, key=use_order) + sorted(self.matches, key=use_order)
+        return [use.to_row() for use in ordered[:MAX_STORED_REFERENCES]]
+
+
+# Past this many touched names a re-resolution reads every file rather than filter by each name.
+MAX_FILTERED_NAMES = 500
+# A run that changes more files than this (and a fifth of the repo) re-resolves every name.
+FULL_RESOLUTION_FILES = 2000
+
+
+def update_references(repo: RepoTables, changed: set[str] | None, before: list[FileParse]) -> tuple[int, int]:
     """Re-resolve the references a change can affect; rewrite only rows whose uses changed.
 
     A definition's uses depend only on sites with its name, the definitions sharing that name
     and the citing files' imports — all unchanged unless its name is defined or used in a
-    changed file (old or new version). So only those names are re-resolved; `changed=None`
-    re-resolves everything (after an interrupted run). Returns (total uses, rows updated).
-    """
-    after = repo.manifest()
-    files = [entry.parse for entry in after.values()]
-    symbols = [symbol for parse in files for symbol in parse.symbols]
+    changed file (`before`: the changed files' old parse results). So only those names are
+    re-resolved, from the files that mention them; `changed=None` re-resolves everything (after an
+    interrupted run). The files' parse results stream past a chunk at a time: the resolver holds
+    the definitions and types, not the references. Returns (total uses, rows updated)."""
+    symbols = repo.symbol_infos()
+    resolver = Resolver(symbols, repo.binding_parses())
     targets = symbols
+    touched: set[str] | None = None
+    chunks = repo.parses()
     if changed is not None:
-        touched = _names_touched(
-            [before[p] for p in changed if p in before] + [after[p] for p in changed if p in after]
-        )
+        touched = _names_touched([*before, *(parse for chunk in repo.parses(paths=sorted(changed)) for parse in chunk)])
         targets = [s for s in symbols if s.name in touched]
-        files = [
-            replace(
-                parse,
-                references=tuple(
-                    r
-                    for r in parse.references
-                    if r.name in touched or (r.name in CONSTRUCTOR_CALLS and r.qualifier in touched)
-                ),
-            )
-            for parse in files
-        ]
-    uses = resolve_references(symbols, files)
+        if len(touched) <= MAX_FILTERED_NAMES:
+            chunks = repo.parses(mentioning=sorted(touched))
+    uses: dict[str, _UsesOf] = {}
+    for chunk in chunks:
+        for parse in chunk:
+            if touched is not None:
+                parse = replace(
+                    parse,
+                    references=tuple(
+                        r
+                        for r in parse.references
+                        if r.name in touched or (r.name in CONSTRUCTOR_CALLS and r.qualifier in touched)
+                    ),
+                )
+            for target, use in resolver.uses_in(parse):
+                uses.setdefault(target, _UsesOf()).add(use)
     stored = repo.stored_reference_hashes()
     updates: dict[str, list[dict]] = {"methods": [], "classes": []}
     for symbol in targets:
-        # Resolved uses first, then name matches (kept for readers, not counted as uses).
-        found = sorted(uses.get(symbol.id, []), key=lambda u: not is_resolved(u.resolution))
-        count = sum(is_resolved(u.resolution) for u in found)
-        kept = [u.to_row() for u in found[:MAX_STORED_REFERENCES]]
-        digest = (
-            hashlib.sha1(json.dumps([count, len(found), kept], sort_keys=True).encode()).hexdigest() if found else ""
-        )
+        found = uses.get(symbol.id)
+        kept = found.stored() if found else []
+        count, total = (found.count, found.total) if found else (0, 0)
+        digest = hashlib.sha1(json.dumps([count, total, kept], sort_keys=True).encode()).hexdigest() if found else ""
         if stored.get(symbol.id, digest) != digest:
-            table = table_of(symbol.kind)
-            updates[table].append(
+            updates[table_of(symbol.kind)].append(
                 {"id": symbol.id, "references": kept, "reference_count": count, "references_hash": digest}
             )
     for table, rows in updates.items():

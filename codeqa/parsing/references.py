@@ -117,7 +117,9 @@ class _CitingFile:
 class _Types:
     """What the repo's classes are made of: their bases and their fields' types, by simple name."""
 
-    def __init__(self, symbols: list[SymbolInfo], files: list[FileParse]) -> None:
+    def __init__(self, symbols: Iterable[SymbolInfo], files: Iterable[FileParse]) -> None:
+        """From every definition, then every file's bindings, read once (`files` may be a stream
+        of parse results whose references are left out: only paths and bindings are read)."""
         self.classes: set[tuple[str, str]] = set()  # (family, simple name) of every class-like
         self.interfaces: set[tuple[str, str]] = set()  # whose methods run in their implementers
         self.kinds: dict[tuple[str, str], str] = {}  # (file, qualified name) -> kind
@@ -127,13 +129,13 @@ class _Types:
                 self.classes.add((language_family(symbol.language), symbol.name))
             if symbol.kind in _INTERFACE_KINDS:
                 self.interfaces.add((language_family(symbol.language), symbol.name))
-        # Every file stem and directory name in the repo, to tell its modules from outside ones.
-        self.repo_names = frozenset(part for parse in files for part in _path_parts(parse.file_path))
+        names: set[str] = set()  # every file stem and directory name, to tell the repo's modules from others
         self.bases: dict[tuple[str, str], set[str]] = defaultdict(set)
         self.fields: dict[tuple[str, str, str], set[str]] = defaultdict(set)
         self.returns: dict[tuple[str, str], set[str]] = defaultdict(set)  # function name -> result types
         self.package_vars: dict[tuple[str, str], set[str]] = defaultdict(set)  # (directory, name)
         for parse in files:
+            names.update(_path_parts(parse.file_path))
             fam = language_family(parse.language)
             spec = LANGUAGES.get(parse.language, _DEFAULT_SPEC)
             for binding in parse.bindings:
@@ -151,6 +153,7 @@ class _Types:
                         self.fields[(fam, owner, field)].add(binding.type)  # self.x = Cart()
                     elif not field and owner == _simple(binding.enclosing or ""):
                         self.fields[(fam, owner, head)].add(binding.type)  # a declared field
+        self.repo_names = frozenset(names)
 
     def class_around(self, file_path: str, scope: str | None) -> str | None:
         """The simple name of the innermost class-like definition enclosing `scope` (itself included)."""
@@ -242,38 +245,58 @@ class Use:
         return asdict(self)
 
 
-def resolve_references(symbols: Iterable[SymbolInfo], files: Iterable[FileParse]) -> dict[str, list[Use]]:
-    """Map each definition id to its uses (resolved ones and name matches), sorted by file,
-    line and column."""
-    symbols = list(symbols)
-    files = list(files)
-    types = _Types(symbols, files)
-    by_name: dict[tuple[str, str], list[SymbolInfo]] = defaultdict(list)
-    by_qualified: dict[tuple[str, str], SymbolInfo] = {}
-    for symbol in symbols:
-        by_name[(language_family(symbol.language), symbol.name)].append(symbol)
-        by_qualified.setdefault((symbol.file_path, symbol.qualified_name), symbol)
+class Resolver:
+    """Resolves the reference sites of one file at a time against the repo's definitions and types:
+    built once from every definition and every file's bindings, then fed files one by one, so a
+    large repo's references never sit in memory together."""
 
-    uses: dict[str, list[Use]] = defaultdict(list)
-    for parse in files:
+    def __init__(self, symbols: Iterable[SymbolInfo], files: Iterable[FileParse]) -> None:
+        symbols = list(symbols)
+        self.types = _Types(symbols, files)
+        self.by_name: dict[tuple[str, str], list[SymbolInfo]] = defaultdict(list)
+        self.by_qualified: dict[tuple[str, str], SymbolInfo] = {}
+        for symbol in symbols:
+            self.by_name[(language_family(symbol.language), symbol.name)].append(symbol)
+            self.by_qualified.setdefault((symbol.file_path, symbol.qualified_name), symbol)
+
+    def uses_in(self, parse: FileParse) -> list[tuple[str, Use]]:
+        """(definition id, use) for every site of the file that resolves or name-matches."""
         fam = language_family(parse.language)
         file = _CitingFile(parse)
+        found: list[tuple[str, Use]] = []
         # Within a file a site resolves the same way whenever its name, kind, qualifier and
         # scope are the same (think `self.get(...)` fifty times in one method).
         resolved: dict[tuple, list[tuple[SymbolInfo, str, str]]] = {}
         for site in parse.references:
             key = (site.name, site.kind, site.qualifier, site.enclosing)
             if key not in resolved:
-                caller = by_qualified.get((file.file_path, site.enclosing or ""))
-                own_class = types.class_around(file.file_path, site.enclosing)
-                resolved[key] = _resolve_site(site, file, fam, by_name, types, caller, own_class)
+                caller = self.by_qualified.get((file.file_path, site.enclosing or ""))
+                own_class = self.types.class_around(file.file_path, site.enclosing)
+                resolved[key] = _resolve_site(site, file, fam, self.by_name, self.types, caller, own_class)
             for target, kind, how in resolved[key]:
-                uses[target.id].append(
-                    Use(file.file_path, site.line, site.column, site.text, kind, how, site.enclosing or "")
+                found.append(
+                    (target.id, Use(file.file_path, site.line, site.column, site.text, kind, how, site.enclosing or ""))
                 )
+        return found
+
+
+def resolve_references(symbols: Iterable[SymbolInfo], files: Iterable[FileParse]) -> dict[str, list[Use]]:
+    """Map each definition id to its uses (resolved ones and name matches), sorted by file,
+    line and column."""
+    files = list(files)
+    resolver = Resolver(symbols, files)
+    uses: dict[str, list[Use]] = defaultdict(list)
+    for parse in files:
+        for target, use in resolver.uses_in(parse):
+            uses[target].append(use)
     for found in uses.values():
-        found.sort(key=lambda u: (u.file_path, u.line, u.column, u.kind))
+        found.sort(key=use_order)
     return dict(uses)
+
+
+def use_order(use: Use) -> tuple[str, int, int, str]:
+    """The order uses are listed in: by file, line, column and kind."""
+    return (use.file_path, use.line, use.column, use.kind)
 
 
 def _resolve_site(
