@@ -103,12 +103,21 @@ def test_links_and_images_an_answer_writes_are_text_with_their_address_and_nothi
         expect(rendered).to_contain_text("your session (https://evil.example/leak?d=SESSION)")
         expect(rendered).to_contain_text("[image: status] (https://evil.example/pixel.png?d=SESSION)")
         expect(rendered).to_contain_text("https://evil.example/auto?d=1")
-        # The citation the server wrote out from [1] is a link to the source, without its brackets.
-        citation = rendered.get_by_test_id("citation").first
-        expect(citation).to_be_visible()
-        assert rendered.inner_text().startswith(f"According to {citation.inner_text()}, the discount")
     shot(page, "ui-links-as-text")
     assert outside == []
+
+
+def test_a_citation_in_brackets_is_shown_as_its_link_without_them(page, ui):
+    base, llm = ui
+    llm.replies = [("According to [1], the total adds the lines [1, 2]. See [notes].", "stop")]
+    page.goto(base)
+    ask(page, "@codebase where is the cart total computed?")
+    wait_answer_done(page)
+    answer = last_assistant(page).get_by_test_id("answer")
+    citations = answer.get_by_test_id("citation")
+    expect(citations).to_have_count(3)  # the server wrote [1] out as [path:lines], [1, 2] as two
+    first, second, third = citations.all_inner_texts()
+    assert answer.inner_text() == f"According to {first}, the total adds the lines {second}, {third}. See [notes]."
 
 
 def test_one_source_is_one_source(page, ui):
@@ -120,9 +129,9 @@ def test_one_source_is_one_source(page, ui):
     expect(last_assistant(page).locator(".sources-link")).to_have_text("1 source")
 
 
-def test_a_reused_turn_shows_its_sources_without_a_false_count_and_search_results_by_rank(page, ui):
+def test_search_results_show_their_rank_not_a_score(page, ui):
     base, llm = ui
-    llm.replies = [("The total is summed here [1].", "stop"), ("It returns cents [1].", "stop")]
+    llm.replies = [("The total is summed here [1].", "stop")]
     page.goto(base)
     ask(page, "@codebase where is the cart total computed?")
     wait_answer_done(page)
@@ -132,6 +141,14 @@ def test_a_reused_turn_shows_its_sources_without_a_false_count_and_search_result
     ranks = results.get_by_test_id("source-rank").all_text_contents()
     assert ranks == [f"#{n}" for n in range(1, count + 1)]  # the order the search chose, not 0.99 beside 0.08
     assert not page.locator(".source-top").filter(has_text=re.compile(r"\d\.\d\d")).count()
+
+
+def test_a_reused_turn_shows_its_sources_without_a_false_count(page, ui):
+    base, llm = ui
+    llm.replies = [("The total is summed here [1].", "stop"), ("It returns cents [1].", "stop")]
+    page.goto(base)
+    ask(page, "@codebase where is the cart total computed?")
+    wait_answer_done(page)
     ask(page, "and what does it return?")
     wait_answer_done(page)
     expect(last_assistant(page).locator(".sources-link")).to_contain_text("(reused)")
