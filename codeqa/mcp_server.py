@@ -668,7 +668,7 @@ def create_server(tools: CodeTools) -> MCPServer:
         ] = DEFAULT_USES,
     ) -> Annotated[CallToolResult, ReferencesOutput]:
         """List every recorded use of a symbol (calls, instantiations, type uses, `extends` /
-        `implements`) as `path:line:column` with the line's text and the function it sits in,
+        `implements`, reads of a constant) as `path:line:column` with the line's text and the function it sits in,
         most relevant first (non-test code and surely resolved uses first). Use it before
         changing a function's behaviour or signature, to find its callers."""
         return _answer(lambda: tools.find_references(symbol, repo, limit))
