@@ -151,13 +151,17 @@ def _lone_surrogate(message: dict) -> str | None:
 
 
 def _valid(value: object) -> bool:
-    """Whether every string in a JSON value, keys included, is valid Unicode."""
-    if isinstance(value, str):
-        return is_valid_unicode(value)
-    if isinstance(value, dict):
-        return all(_valid(key) and _valid(item) for key, item in value.items())
-    if isinstance(value, list):
-        return all(_valid(item) for item in value)
+    """Whether every string in a JSON value, keys included, is valid Unicode. Walked without
+    recursion: the value may be nested as deep as Python's `json` reads (near its limit)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str) and not is_valid_unicode(item):
+            return False
+        if isinstance(item, dict):
+            pending += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            pending += item
     return True
 
 

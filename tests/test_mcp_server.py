@@ -277,6 +277,9 @@ def error(request_id, code: int, message: str) -> dict:
                                   "surrogate).")),
     (b'{"jsonrpc": "2.0", "id": 7, "method": "x", "params": {"n": ' + b"[" * 300 + b"]" * 300 + b"}}",
      error(7, INVALID_REQUEST, "Invalid request: the server can't read its JSON (nested too deeply?).")),
+    (b'{"jsonrpc": "2.0", "id": 7, "method": "x", "params": {"n": ' + b"[" * 950 + b'"\\ud800"' + b"]" * 950
+     + b"}}", error(7, INVALID_PARAMS, "Invalid params: the request is not valid Unicode text (it holds a lone "
+                                       "surrogate).")),
     (b"[1, 2]", error(None, INVALID_REQUEST, "Invalid request: a JSON-RPC message is a JSON object.")),
     (b'{"jsonrpc": "2.0", "id": 7}', error(7, INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 request or "
                                                                 "notification.")),
