@@ -42,11 +42,14 @@ from codeqa.chat.resolver import MAX_DEFINITIONS, ROW_COLUMNS
 from codeqa.core.config import Settings
 from codeqa.core.errors import CodeQAError, InvalidArgument, one_line, printable, printable_lines, run_cli, user_error
 from codeqa.core.records import RepoInfo
+from codeqa.mcp_stdio import answering_stdio
 from codeqa.parsing.languages import language_for
 from codeqa.parsing.references import is_resolved
-from codeqa.search.options import SearchOptions
+from codeqa.search.options import MAX_PATH_PREFIX, SearchOptions
+from codeqa.search.query import MAX_QUERY_CHARS
 from codeqa.services import Services
 from codeqa.store.errors import UnknownRepoError
+from codeqa.store.registry import MAX_REPO_NAME
 
 log = logging.getLogger("codeqa.mcp")
 
@@ -56,6 +59,8 @@ MAX_CODE_LINES = 80  # of a definition's code in find_symbol; read_code has the 
 MAX_READ_LINES = 500  # lines read_code returns per call
 DEFAULT_USES = 200  # uses find_references lists unless asked for more
 MAX_USES = 2000
+MAX_NAME_CHARS = 1_000  # of a symbol name or id argument (no qualified name comes close)
+MAX_ARGUMENT_CHARS = 1_000  # of a string argument whose schema sets no maxLength of its own
 NO_REPOS = "No repo is indexed yet: run `codeqa index PATH` (or `python preprocessing.py index PATH`) first."
 
 INSTRUCTIONS = """\
@@ -516,16 +521,27 @@ def _allowed(prop: dict[str, Any]) -> str:
     return what + (", or left out" if len(options) > 1 else "")
 
 
+def _max_length(prop: dict[str, Any]) -> int:
+    """The most characters a string argument may have: its schema's maxLength, or the default."""
+    lengths = [option["maxLength"] for option in prop.get("anyOf", [prop]) if "maxLength" in option]
+    return lengths[0] if lengths else MAX_ARGUMENT_CHARS
+
+
 def argument_problem(
     tool: str, schema: dict[str, Any], arguments: dict[str, Any], error: ValidationError | None
 ) -> str | None:
     """One line on what is wrong with a call's arguments, from the tool's input schema (unknown
-    names, then the first value the schema refused), or None when they are fine."""
+    names, strings longer than allowed, then the first value the schema refused), or None when
+    they are fine. Never the value itself: a 100,000-character name is not sent back."""
     properties: dict[str, Any] = schema.get("properties", {})
     unknown = sorted(set(arguments) - set(properties))
     if unknown:
         takes = ", ".join(properties) or "no arguments"
         return f"{tool} has no argument {unknown[0]!r}; it takes {takes}."
+    for name, value in arguments.items():
+        limit = _max_length(properties[name])
+        if isinstance(value, str) and len(value) > limit:
+            return f"{name} has {len(value):,} characters; the limit is {limit:,}."
     if error is None:
         return None
     first = error.errors()[0]
@@ -539,7 +555,14 @@ def argument_problem(
 
 class CodeQAServer(MCPServer):
     """The SDK's server, with argument errors said as CodeQA says its own: one line on what is
-    allowed (`k must be a whole number from 1 to 50.`), not the validation dump the SDK sends."""
+    allowed (`k must be a whole number from 1 to 50.`), not the validation dump the SDK sends;
+    and every line on stdin answered, one the SDK can't read too (`mcp_stdio`)."""
+
+    async def run_stdio_async(self) -> None:
+        async with answering_stdio() as (read_stream, write_stream):
+            await self._lowlevel_server.run(
+                read_stream, write_stream, self._lowlevel_server.create_initialization_options()
+            )
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
@@ -554,7 +577,11 @@ class CodeQAServer(MCPServer):
 
 
 RepoArg = Annotated[
-    str | None, Field(description="indexed repo name (see list_repos); default: the project's repo, or the only one")
+    str | None,
+    Field(
+        max_length=MAX_REPO_NAME,
+        description="indexed repo name (see list_repos); default: the project's repo, or the only one",
+    ),
 ]
 
 
@@ -578,8 +605,9 @@ def create_server(tools: CodeTools) -> MCPServer:
         query: Annotated[
             str,
             Field(
+                max_length=MAX_QUERY_CHARS,
                 description="a question, a task, or a bug report / error message / "
-                "stack trace as is (up to 20,000 characters)"
+                f"stack trace as is (up to {MAX_QUERY_CHARS:,} characters)",
             ),
         ],
         repo: RepoArg = None,
@@ -590,7 +618,10 @@ def create_server(tools: CodeTools) -> MCPServer:
                 description="only this language: python, java, javascript, typescript, rust, go, c, cpp, markdown, ..."
             ),
         ] = None,
-        path: Annotated[str | None, Field(description="only files under this path prefix, e.g. src/api/")] = None,
+        path: Annotated[
+            str | None,
+            Field(max_length=MAX_PATH_PREFIX, description="only files under this path prefix, e.g. src/api/"),
+        ] = None,
     ) -> Annotated[CallToolResult, SearchOutput]:
         """Search the indexed code by meaning and keywords (hybrid vector + BM25 over functions,
         methods, classes and docs sections). Use it first for 'where is X handled?', 'how does Y
@@ -606,8 +637,9 @@ def create_server(tools: CodeTools) -> MCPServer:
         name: Annotated[
             str,
             Field(
+                max_length=MAX_NAME_CHARS,
                 description="a name (`parse`), a qualified name (`Cart.add`, "
-                "`Outer.Inner.method`, `Type::method`) or its tail"
+                "`Outer.Inner.method`, `Type::method`) or its tail",
             ),
         ],
         repo: RepoArg = None,
@@ -624,9 +656,10 @@ def create_server(tools: CodeTools) -> MCPServer:
         symbol: Annotated[
             str,
             Field(
+                max_length=MAX_NAME_CHARS,
                 description="a name or qualified name (as for find_symbol), or a "
                 "symbol id from search_code / find_symbol to pick one "
-                "definition among several with the same name"
+                "definition among several with the same name",
             ),
         ],
         repo: RepoArg = None,
@@ -635,7 +668,7 @@ def create_server(tools: CodeTools) -> MCPServer:
         ] = DEFAULT_USES,
     ) -> Annotated[CallToolResult, ReferencesOutput]:
         """List every recorded use of a symbol (calls, instantiations, type uses, `extends` /
-        `implements`) as `path:line:column` with the line's text and the function it sits in,
+        `implements`, reads of a constant) as `path:line:column` with the line's text and the function it sits in,
         most relevant first (non-test code and surely resolved uses first). Use it before
         changing a function's behaviour or signature, to find its callers."""
         return _answer(lambda: tools.find_references(symbol, repo, limit))
@@ -645,8 +678,9 @@ def create_server(tools: CodeTools) -> MCPServer:
         path: Annotated[
             str,
             Field(
+                max_length=MAX_PATH_PREFIX,
                 description="file path relative to the repo root, as the other tools "
-                "print it (an absolute path inside the repo works too)"
+                "print it (an absolute path inside the repo works too)",
             ),
         ],
         repo: RepoArg = None,

@@ -20,10 +20,10 @@ EXPRESSION_QUALIFIER = "()"
 
 @dataclass(frozen=True)
 class Reference:
-    """A use of a name, as the parser found it: a call, an instantiation or a type use."""
+    """A use of a name, as the parser found it: a call, an instantiation, a type use or a value read."""
 
     name: str
-    kind: str  # call | new | type
+    kind: str  # call | new | type | read
     qualifier: str | None  # `obj` of `obj.m()`, `Foo` of `Foo::new()`, EXPRESSION_QUALIFIER; None when bare
     line: int
     column: int

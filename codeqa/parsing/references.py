@@ -1,4 +1,5 @@
-"""Resolve raw reference sites (names at call/new/type positions) to the definitions they use.
+"""Resolve raw reference sites (names at call/new/type positions, and values read) to the
+definitions they use.
 
 Runs over the whole repo after every index run, from the per-file parse results kept in the
 manifest, so an edit in one file updates "used in" lists everywhere without re-parsing.
@@ -9,8 +10,10 @@ of its bases), a variable, parameter or field the parser saw constructed or decl
 callable of its name in the repo. A receiver known to be of a type that has no `m` (`sb =
 StringBuilder()`, an external class) uses nothing here. Anything else is a *name match*
 (resolution "name"): kept so a reader can see it, but not counted as a use. A bare `f()` is
-narrowed by the caller's class, same file, imports and same package. Every use records
-which rule decided it (`RESOLUTIONS`).
+narrowed by the caller's class, same file, imports and same package. A value read (`read`: a
+bare `MAX_ITEMS`, `settings.MAX_ITEMS`, `Limits::MAX`) reaches only the named values
+(`VALUE_KINDS`): a bare one like a bare call, a qualified one through the module the qualifier
+imports or the type it names. Every use records which rule decided it (`RESOLUTIONS`).
 """
 
 from __future__ import annotations
@@ -237,7 +240,7 @@ class Use:
     line: int
     column: int
     text: str
-    kind: str  # call | new (instantiation) | type
+    kind: str  # call | new (instantiation) | type | read (of a value)
     resolution: str  # one of RESOLUTIONS; "name" is a name match, not a resolved use
     caller: str
 
@@ -330,6 +333,8 @@ def _resolve_site(
     elif site.kind == "new":
         classes = [s for s in candidates if s.kind not in _NOT_TYPES]
         found += _pick(classes, "new", site, file, own_class)
+    elif site.kind == "read":
+        found += _value_read([s for s in candidates if s.kind in VALUE_KINDS], site, file, types, own_class)
     else:
         kinds = [s for s in candidates if s.kind not in _NOT_TYPES]
         found += _pick(kinds, "type", site, file, own_class)
@@ -358,6 +363,21 @@ def _method_call(
     if owned:  # `Cart.m()`, `Cart::m()`: the qualifier names the class
         return [(m, "call", "qualified") for m in _narrow(owned, file)]
     return _module_call(methods, site, file, types)
+
+
+def _value_read(
+    values: list[SymbolInfo], site: Reference, file: _CitingFile, types: _Types, own_class: str | None
+) -> list[tuple[SymbolInfo, str, str]]:
+    """A value read: a bare `NAME` as a bare call is narrowed (the scope's own, the file's, an
+    imported one, ...); `Type.NAME` / `Type::NAME` a value of the type it names; `module.NAME`
+    an imported module's (nothing for a receiver of unknown type)."""
+    if not site.qualifier:
+        return _pick(_narrow_call(values, site.enclosing, own_class), "read", site, file, own_class)
+    owner = site.qualifier.split(".")[-1]
+    owned = [v for v in values if v.parent and _simple(v.parent) == owner]
+    if owned:
+        return [(v, "read", "qualified") for v in _narrow(owned, file)]
+    return _module_call([v for v in values if v.parent is None], site, file, types)
 
 
 def _module_call(
