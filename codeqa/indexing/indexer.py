@@ -35,7 +35,7 @@ from codeqa.parsing.languages import (
     table_of,
 )
 from codeqa.parsing.references import is_resolved, resolve_references
-from codeqa.parsing.repo_files import RepoPathError, SourceFile, WalkReport, walk_repo
+from codeqa.parsing.repo_files import SourceFile, WalkReport, repo_root, walk_repo
 from codeqa.store import registry
 from codeqa.store.connection import connect
 from codeqa.store.create_tables import RepoTables
@@ -165,23 +165,6 @@ def _new_generation(db, name: str, root: Path, embedder: Embedder, register: boo
     return RepoTables(db, info)
 
 
-def _repo_root(root: str | Path) -> Path:
-    """The repository folder a user named, resolved; a one-line error for anything else."""
-    if not str(root).strip():
-        raise RepoPathError("The repository path is empty: give the folder to index.")
-    root_path = Path(root).expanduser()
-    if not root_path.exists():
-        raise RepoPathError(f"{root} does not exist.")
-    if not root_path.is_dir():
-        raise RepoPathError(f"{root} is not a directory.")
-    resolved = root_path.resolve()
-    try:
-        str(resolved).encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise RepoPathError(f"{ascii(str(resolved))} is not a valid UTF-8 path: rename the folder.") from exc
-    return resolved
-
-
 def index_repo(
     root: str | Path,
     settings: Settings,
@@ -201,7 +184,7 @@ def index_repo(
     on stderr as they go (`Progress`) unless `progress` is False."""
     db = db if db is not None else connect(settings)
     started = time.perf_counter()
-    root_path = _repo_root(root)
+    root_path = repo_root(root)
     name = resolve_repo_name(db, root_path, name)
     with batch_gc(), RepoLock(db, name, "rebuild" if rebuild else "index").held(wait) as lock:
         if resolve_repo_name(db, root_path, name) != name:  # raises if another folder took the name meanwhile
