@@ -42,6 +42,21 @@ from codeqa.chat.resolver import MAX_DEFINITIONS, ROW_COLUMNS
 from codeqa.core.config import Settings
 from codeqa.core.errors import CodeQAError, InvalidArgument, one_line, printable, printable_lines, run_cli, user_error
 from codeqa.core.records import RepoInfo
+from codeqa.mcp_models import (
+    MAX_CODE_LINES,
+    SHOWN_REFERENCES,
+    CodeOutput,
+    Definition,
+    FileResult,
+    ReferencesOutput,
+    ReposOutput,
+    RepoSummary,
+    SearchHit,
+    SearchOutput,
+    Symbol,
+    SymbolOutput,
+    UseSite,
+)
 from codeqa.parsing.languages import language_for
 from codeqa.parsing.references import is_resolved
 from codeqa.search.options import SearchOptions
@@ -51,8 +66,6 @@ from codeqa.store.errors import UnknownRepoError
 log = logging.getLogger("codeqa.mcp")
 
 MAX_K = 50  # search results per call, as the web API allows
-SHOWN_REFERENCES = 5  # uses listed with each search hit (the count is exact)
-MAX_CODE_LINES = 80  # of a definition's code in find_symbol; read_code has the rest
 MAX_READ_LINES = 500  # lines read_code returns per call
 DEFAULT_USES = 200  # uses find_references lists unless asked for more
 MAX_USES = 2000
@@ -73,160 +86,6 @@ class CodeRangeError(CodeQAError, ValueError):
     """Lines asked for that the file does not have."""
 
     http_status = 400
-
-
-# --- Structured output (published as each tool's output schema) -----------------------------
-
-
-class Use(BaseModel):
-    file_path: str
-    line: int
-    column: int
-    text: str
-
-
-class Symbol(BaseModel):
-    id: str = Field(description="symbol id: pass it to find_references to pick this definition")
-    location: str = Field(description="path:start-end")
-    kind: str
-    name: str
-    qualified_name: str
-    signature: str
-    file_path: str
-    start_line: int
-    end_line: int
-    language: str
-    reference_count: int = Field(
-        description="how many resolved uses the index recorded (exact; name matches, "
-        "calls on receivers of unknown type, not counted)"
-    )
-    declaration: bool = Field(
-        False,
-        description="a signature only (a prototype, an abstract or interface "
-        "method) whose implementation is not in the repository",
-    )
-    signatures: list[str] = Field(
-        default_factory=list,
-        description="every signature of an overload set (declarations and implementation), when it has several",
-    )
-
-    @classmethod
-    def fields_of(cls, row: dict) -> dict:
-        """The fields of a row of the index (or a search hit's JSON), location included."""
-        return {
-            "location": f"{row['file_path']}:{row['start_line']}-{row['end_line']}",
-            **{name: row[name] for name in Symbol.model_fields if name in row},
-            "signature": row["signature"] or "",
-            "reference_count": row["reference_count"] or 0,
-        }
-
-
-class SearchHit(Symbol):
-    score: float = Field(
-        description="relevance 0-1: the file model's estimate that this result's file is one "
-        "the answer needs (1.0: the query is exactly its name); never higher "
-        "than the result above it"
-    )
-    exact_match: bool = Field(description="the query names this symbol or file exactly")
-    references: list[Use] = Field(description=f"the first {SHOWN_REFERENCES} uses")
-
-
-class FileSymbol(BaseModel):
-    kind: str
-    qualified_name: str
-    start_line: int
-    end_line: int
-
-
-class FileResult(BaseModel):
-    path: str
-    score: float = Field(description="relevance 0-1, as the results' (non-increasing down the list)")
-    role: str = Field(description="source, test, example, benchmark, docs, generated or vendored")
-    language: str
-    twins: list[str] = Field(
-        default_factory=list,
-        description="the same file for other platforms (unix/ and win/), listed right beside this one",
-    )
-    symbols: list[FileSymbol] = Field(description="the file's rows that made it rank")
-
-
-class SearchOutput(BaseModel):
-    repo: str
-    results: list[SearchHit]
-    files: list[FileResult] = Field(
-        description="the files most likely involved, best first, from whole-file evidence and their best symbols"
-    )
-    notices: list[str]
-
-
-class Definition(Symbol):
-    code: str = Field(description=f"the definition's lines (the first {MAX_CODE_LINES})")
-    code_truncated: bool
-
-
-class SymbolOutput(BaseModel):
-    repo: str
-    name: str
-    total: int = Field(description=f"definitions found (at most {MAX_DEFINITIONS} are returned)")
-    definitions: list[Definition]
-    suggestions: list[str] = Field(description="similar names, when none matched")
-
-
-class UseSite(BaseModel):
-    location: str = Field(description="path:line:column")
-    file_path: str
-    line: int
-    column: int
-    text: str = Field(description="the line of the use")
-    caller: str | None = Field(description="qualified name of the function the use is in")
-    resolution: str = Field(
-        description="how the use was attributed: qualified, self, typed, module, unique, "
-        "import, same_file or same_package (resolved); name: a name match, a "
-        "call of this name on a receiver of unknown type"
-    )
-    definition_id: str = Field(description="id of the definition used")
-
-
-class ReferencesOutput(BaseModel):
-    repo: str
-    symbol: str
-    definitions: list[Symbol] = Field(description=f"the definitions whose uses are listed (at most {MAX_DEFINITIONS})")
-    total: int = Field(description="uses and name matches of these definitions")
-    resolved: int = Field(description="resolved uses among them")
-    name_matches: int = Field(description="name matches among them: same name, receiver of unknown type")
-    uses: list[UseSite]
-    suggestions: list[str]
-
-
-class CodeOutput(BaseModel):
-    repo: str
-    path: str
-    language: str
-    start: int
-    end: int
-    total_lines: int
-    lines: list[str]
-
-
-class RepoSummary(BaseModel):
-    name: str
-    root: str
-    files: int
-    methods: int
-    classes: int
-    docs: int
-    references: int
-    languages: dict[str, int]
-    indexed_at: float = Field(description="Unix time of the last index run")
-    embedded_percent: int = Field(
-        description="rows with their vector so far (below 100 while an index run "
-        "embeds: those rows are found by their text meanwhile)"
-    )
-
-
-class ReposOutput(BaseModel):
-    repos: list[RepoSummary]
-    default: str | None = Field(description="the repo a tool uses when called without `repo`")
 
 
 # --- The tools' work, on the core ------------------------------------------------------------
