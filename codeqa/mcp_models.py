@@ -164,3 +164,53 @@ class RepoSummary(BaseModel):
 class ReposOutput(BaseModel):
     repos: list[RepoSummary]
     default: str | None = Field(description="the repo a tool uses when called without `repo`")
+
+
+class IndexJob(BaseModel):
+    id: int = Field(description="the job's id in this server")
+    kind: str = Field(description="index or refresh: what the job was asked to do")
+    phase: str = Field(
+        description="queued (behind another repo's run here), waiting (for another process's run of this "
+        "repo), walking, parsing, references, searchable, embedding, done, failed or cancelled"
+    )
+    percent: int = Field(description="how far the current run is, 0-100")
+    activity: str = Field(description="the phase in words, with its counts")
+    run: int = Field(description="the job's current (or last) run: a job runs again when files change during a run")
+    done: int = Field(description="of the phase's total: files parsed, or rows embedded")
+    total: int
+    started_at: float = Field(description="Unix time the job started")
+    finished_at: float | None = Field(description="Unix time it ended, if it has")
+    added: int = Field(description="files added by its last finished run")
+    changed: int
+    deleted: int
+    unchanged: int
+
+
+class IndexStatusOutput(BaseModel):
+    repo: str = Field(description="the repo's name: pass it as `repo` to the other tools")
+    root: str = Field(description="the repository's folder")
+    state: str = Field(
+        description="not_indexed, indexing (a run is under way, here or in another process), ready, or "
+        "failed (the last run here failed: see error; an earlier index may still be searchable)"
+    )
+    searchable: bool = Field(description="whether search_code and the other tools can answer about it now")
+    embedded_percent: int = Field(
+        description="rows with their vector (below 100 while a run embeds: the rest are found by their text)"
+    )
+    files: int
+    rows: int = Field(description="searchable rows: definitions, docs sections, files and module-code chunks")
+    references: int
+    languages: dict[str, int] = Field(description="files per language")
+    skipped: dict[str, int] = Field(description="paths left out, by reason (ignored, vendored, binary, ...)")
+    syntax_errors: int = Field(description="files with syntax errors (indexed as far as they parse)")
+    last_indexed: float | None = Field(description="Unix time the last run made it searchable")
+    model: str = Field(description="the embedding model of its vectors")
+    job: IndexJob | None = Field(description="this server's latest job on the repo, if any")
+    indexing_elsewhere: str | None = Field(description="another process's run on it, in words, if one is under way")
+    error: str | None = Field(description="why this server's last run failed, if it did")
+
+
+class RemovedOutput(BaseModel):
+    repo: str
+    root: str = Field(description="the folder, left untouched")
+    stopped_run: bool = Field(description="whether a run of this server on the repo was stopped first")

@@ -221,9 +221,10 @@ def index_repo(
 
 def is_up_to_date(root: str | Path, settings: Settings, db: lancedb.DBConnection, name: str) -> bool:
     """Whether the index of `name` holds `root` as it is now, so that an index run would change
-    nothing: the same walk and plan as a run (sizes and mtimes, content hashes where those
+    no row: the same walk and plan as a run (sizes and mtimes, content hashes where those
     differ), but read-only and without the lock. A repo whose last run was interrupted, or
-    whose rows still wait for vectors, is not up to date."""
+    whose rows still wait for vectors, is not up to date; a file only touched (same content,
+    new mtime) is, though a run would record its new mtime."""
     info = registry.find_repo(db, name)
     if info is None or not info.indexed_at or info.index_version != INDEX_VERSION:
         return False
@@ -233,7 +234,7 @@ def is_up_to_date(root: str | Path, settings: Settings, db: lancedb.DBConnection
     walked = walk_repo(repo_root(root), settings.max_file_bytes)
     tables = RepoTables(db, info)
     plan = plan_index(walked.files, tables.manifest(), tables.stored_file_paths(), walked.read, walked_at)
-    return not plan.writes and not plan.restat
+    return not plan.writes
 
 
 def remove_repo(db: lancedb.DBConnection, name: str, wait: float = 0.0) -> RepoInfo:
