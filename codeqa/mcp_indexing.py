@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field
 from codeqa.core.errors import CodeQAError, InvalidArgument, is_valid_unicode, one_line, printable_lines, user_error
 from codeqa.core.errors import without_paths as _without_paths
 from codeqa.core.records import RepoInfo
-from codeqa.indexing.indexer import is_up_to_date, remove_repo, resolve_repo_name
+from codeqa.indexing.indexer import holds_current_files, remove_repo, resolve_repo_name
 from codeqa.indexing.jobs import DONE, FAILED, IndexJobs, JobStatus, Ticket
 from codeqa.mcp_models import IndexJob, IndexStatusOutput, RemovedOutput
 from codeqa.parsing.repo_files import RepoPathError, repo_root
@@ -74,13 +74,13 @@ def agent_folder(value: str, workdir: Path) -> Path:
     shown = one_line(value, SHOWN_PATH_CHARS)
     text = value.strip()
     if not text:
-        raise InvalidArgument("path is empty: give the repository's folder, e.g. /home/me/project.")
+        raise InvalidArgument("path is empty: give the repository's folder (an absolute path).")
     if "\x00" in text or not is_valid_unicode(text):
         raise InvalidArgument("path holds characters that no folder name can have.")
     if ".." in PurePosixPath(text).parts:
         raise InvalidArgument(f"{shown}: '..' is not allowed; give the folder's absolute path.")
     path = Path(os.path.normpath(workdir / Path(text).expanduser()))
-    if os.path.realpath(path) != str(path):
+    if path.is_symlink() or os.path.realpath(path) != str(path):  # a link to itself "resolves" to itself
         raise RepoPathError(f"{shown} is or goes through a symbolic link: give the folder's real path.")
     if not path.exists():
         raise RepoPathError(f"{shown} does not exist.")
@@ -223,8 +223,10 @@ class IndexTools:
             root = agent_folder(repo, self.workdir)
             info = next((found for found in self.services.repos() if found.root == str(root)), None)
             name = info.name if info else resolve_repo_name(self.services.db, root, None)
-            job = self.jobs.status(name)
-            if info is not None and (job is None or not job.active) and self._up_to_date(_Target(name, root, info)):
+            if info is not None and self._holds_current_files(_Target(name, root, info)):
+                job = self.jobs.status(name)
+                if info.stats.vectors_pending and (job is None or not job.active):
+                    self.jobs.start(root, name, "refresh")  # an interrupted run's vectors: search by text meanwhile
                 return []
             _, ticket = self.jobs.start(root, name, "index" if info is None else "refresh")
             status = self.jobs.wait(name, ticket.searchable, SEARCH_WAIT_S, report)
@@ -254,8 +256,13 @@ class IndexTools:
     def _registered(self, name: str) -> RepoInfo | None:
         return next((info for info in self.services.repos() if info.name == name), None)
 
+    def _holds_current_files(self, target: _Target) -> bool:
+        return holds_current_files(target.root, self.services.settings, self.services.db, target.name)
+
     def _up_to_date(self, target: _Target) -> bool:
-        return is_up_to_date(target.root, self.services.settings, self.services.db, target.name)
+        """Nothing for a run to do: the files are indexed as they are, and every row has its vector."""
+        info = self._registered(target.name)
+        return info is not None and not info.stats.vectors_pending and self._holds_current_files(target)
 
     def _target(self, repo: str | None) -> _Target:
         """The repo an argument names: a folder (indexed or not), a name (indexed, or being

@@ -219,16 +219,13 @@ def index_repo(
         )
 
 
-def is_up_to_date(root: str | Path, settings: Settings, db: lancedb.DBConnection, name: str) -> bool:
-    """Whether the index of `name` holds `root` as it is now, so that an index run would change
-    no row: the same walk and plan as a run (sizes and mtimes, content hashes where those
-    differ), but read-only and without the lock. A repo whose last run was interrupted, or
-    whose rows still wait for vectors, is not up to date; a file only touched (same content,
-    new mtime) is, though a run would record its new mtime."""
+def holds_current_files(root: str | Path, settings: Settings, db: lancedb.DBConnection, name: str) -> bool:
+    """Whether the index of `name` holds the files of `root` as they are now, so that an index
+    run would write no row (it may still have vectors to embed): the same walk and plan as a
+    run (sizes and mtimes, content hashes where those differ), but read-only and without the
+    lock. A repo whose last run was interrupted before its references were resolved does not."""
     info = registry.find_repo(db, name)
-    if info is None or not info.indexed_at or info.index_version != INDEX_VERSION:
-        return False
-    if info.references_pending or info.stats.vectors_pending:
+    if info is None or not info.indexed_at or info.index_version != INDEX_VERSION or info.references_pending:
         return False
     walked_at = time.time_ns()
     walked = walk_repo(repo_root(root), settings.max_file_bytes)

@@ -44,6 +44,7 @@ from codeqa.indexing.indexer import (
 )
 from codeqa.indexing.live_index import change_bursts
 from codeqa.parsing.repo_files import RepoPathError
+from codeqa.store import lease
 from codeqa.store.lease import IndexBusyError
 
 log = logging.getLogger("codeqa.jobs")
@@ -101,7 +102,8 @@ class JobStatus:
         if self.phase == QUEUED:
             return f"queued behind {self.waiting_for}" if self.waiting_for else "starting"
         if self.phase == WAITING:
-            return f"waiting for another run of {self.name} to finish ({self.waiting_for})"
+            holder = f" ({self.waiting_for})" if self.waiting_for else ""
+            return f"waiting for another process's run of {self.name} to finish{holder}"
         if self.phase == PARSING:
             return f"parsing {self.done:,}/{self.total:,} changed files"
         if self.phase == EMBEDDING:
@@ -316,9 +318,9 @@ class IndexJobs:
                         db=self.db,
                         on_progress=job.on_progress,
                     )
-                except IndexBusyError as exc:  # another process's run: wait for it outside the slot
-                    busy = str(exc)
-            job.update(phase=WAITING, waiting_for=busy)
+                except IndexBusyError:  # another process's run: wait for it outside the slot
+                    holder = lease.holder(self.db, job.status.name)
+            job.update(phase=WAITING, waiting_for=holder.describe(time.time()) if holder else None)
             if job.cancelled.wait(LOCK_POLL_S):
                 raise JobCancelled
 
