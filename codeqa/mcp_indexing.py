@@ -95,10 +95,14 @@ def agent_folder(value: str, workdir: Path) -> Path:
     return repo_root(path)
 
 
+def indexed_folder(services: Services, root: Path) -> RepoInfo | None:
+    """The indexed repo whose root is `root`, if there is one."""
+    return next((info for info in services.repos() if info.root == str(root)), None)
+
+
 def folder_repo(services: Services, value: str, workdir: Path) -> RepoInfo:
     """The indexed repo whose root is the folder an agent named."""
-    root = str(agent_folder(value, workdir))
-    found = next((info for info in services.repos() if info.root == root), None)
+    found = indexed_folder(services, agent_folder(value, workdir))
     if found is None:
         raise UnknownRepoError(
             f"{one_line(value, SHOWN_PATH_CHARS)} is not indexed yet: call index_repository with it, "
@@ -197,9 +201,13 @@ class IndexTools:
     def remove(self, repo: str) -> tuple[str, RemovedOutput]:
         with _agent_errors(repo):
             target = self._target(repo)
-            stopped = self.jobs.status(target.name)
+            running = self.jobs.status(target.name)
+            stopped = running.id if running is not None and running.active else None
             if not self.jobs.cancel(target.name, STOP_WAIT_S):
                 raise IndexBusyError(f"{target.name}'s index run is still stopping: try again in a minute.")
+            if stopped is not None and self._registered(target.name) is None:
+                text = f"Stopped the run (job {stopped}) on {target.root} before it had written anything."
+                return text, RemovedOutput(repo=target.name, root=str(target.root), stopped_run=True)
             try:
                 removed = remove_repo(self.services.db, target.name, wait=STOP_WAIT_S)
             except IndexBusyError as exc:
@@ -207,11 +215,11 @@ class IndexTools:
                     f"{target.name} is being indexed by another process: try again when it has finished."
                 ) from exc
             self.jobs.forget(target.name)
-            was_running = stopped is not None and stopped.active
             text = f"Removed the index of {removed.name} ({removed.root}); the folder itself is untouched." + (
-                f" Its run (job {stopped.id}) was stopped." if stopped is not None and was_running else ""
+                f" Its run (job {stopped}) was stopped." if stopped is not None else ""
             )
-            return printable_lines([text]), RemovedOutput(repo=removed.name, root=removed.root, stopped_run=was_running)
+            output = RemovedOutput(repo=removed.name, root=removed.root, stopped_run=stopped is not None)
+            return printable_lines([text]), output
 
     def prepare_search(self, repo: str | None, report: Reporter) -> list[str]:
         """Before search_code on a folder: index it if it is new, bring it up to date if it
@@ -220,17 +228,16 @@ class IndexTools:
         if repo is None or not is_folder(repo):
             return []
         with _agent_errors(repo):
-            root = agent_folder(repo, self.workdir)
-            info = next((found for found in self.services.repos() if found.root == str(root)), None)
-            name = info.name if info else resolve_repo_name(self.services.db, root, None)
-            if info is not None and self._holds_current_files(_Target(name, root, info)):
-                job = self.jobs.status(name)
-                if info.stats.vectors_pending and (job is None or not job.active):
-                    self.jobs.start(root, name, "refresh")  # an interrupted run's vectors: search by text meanwhile
+            target = self._target(repo)
+            if target.info is not None and self._holds_current_files(target):
+                job = self.jobs.status(target.name)
+                if target.info.stats.vectors_pending and (job is None or not job.active):
+                    # an interrupted run's vectors: embed them, and search by text meanwhile
+                    self.jobs.start(target.root, target.name, "refresh")
                 return []
-            _, ticket = self.jobs.start(root, name, "index" if info is None else "refresh")
-            status = self.jobs.wait(name, ticket.searchable, SEARCH_WAIT_S, report)
-            return self._search_notices(name, root, info, status, ticket)
+            _, ticket = self.jobs.start(target.root, target.name, "index" if target.info is None else "refresh")
+            status = self.jobs.wait(target.name, ticket.searchable, SEARCH_WAIT_S, report)
+            return self._search_notices(target, status, ticket)
 
     def start_watching(self) -> None:
         """`--watch`: bring every indexed repo whose folder is on this machine up to date, then
@@ -269,7 +276,7 @@ class IndexTools:
         indexed by this server), or the default repo."""
         if repo is not None and is_folder(repo):
             root = agent_folder(repo, self.workdir)
-            info = next((found for found in self.services.repos() if found.root == str(root)), None)
+            info = indexed_folder(self.services, root)
             return _Target(info.name if info else resolve_repo_name(self.services.db, root, None), root, info)
         job = self.jobs.status(repo) if repo else None
         if job is not None:
@@ -277,10 +284,9 @@ class IndexTools:
         info = self.find_repo(repo)
         return _Target(info.name, Path(info.root), info)
 
-    def _search_notices(
-        self, name: str, root: Path, before: RepoInfo | None, status: JobStatus | None, ticket: Ticket
-    ) -> list[str]:
+    def _search_notices(self, target: _Target, status: JobStatus | None, ticket: Ticket) -> list[str]:
         """What search_code says about the run it waited for (or raises, if it can't search)."""
+        name, root, before = target.name, target.root, target.info
         if status is None or status.phase == FAILED or not ticket.searchable(status):
             why = status.describe() if status is not None else "not started"
             if before is None:

@@ -141,6 +141,21 @@ def test_a_run_of_another_process_is_waited_for_not_raced(tmp_path):
 
 
 @pytest.mark.integration
+def test_removing_a_repository_mid_run_stops_the_run_and_the_next_index_is_whole(tmp_path, indexed_sample):
+    whole = indexed_sample[1].stats()  # the sample repo indexed in one uninterrupted run
+    project = _project(tmp_path)
+    with mcp_session(tmp_path / "data", tmp_path) as mcp:
+        mcp.data("index_repository", path=str(project))
+        removed = mcp.data("remove_repository", repo=str(project))  # while the run is under way
+        assert removed == {"repo": "shop", "root": str(project), "stopped_run": True}
+        assert mcp.data("list_repos")["repos"] == []
+        assert mcp.data("index_status", repo=str(project))["state"] == "not_indexed"
+        mcp.data("index_repository", path=str(project))
+        status = _until(mcp, "shop", _ready)
+    assert (status["files"], status["rows"], status["references"]) == (whole.files, whole.rows, whole.references)
+
+
+@pytest.mark.integration
 def test_watch_keeps_a_repository_indexed_through_the_tools_live(tmp_path):
     project = _project(tmp_path)
     with mcp_session(tmp_path / "data", tmp_path, "--watch") as mcp:
