@@ -59,8 +59,6 @@ Reporter = Callable[[JobStatus], None]  # hears each new status of a run a call 
 class IndexToolError(CodeQAError):
     """An index tool's failure, said without the server's own paths."""
 
-    http_status = 400
-
 
 def is_folder(repo: str) -> bool:
     """Whether a `repo` argument names a folder rather than an indexed repo: a repo name never
@@ -277,7 +275,10 @@ class IndexTools:
         if repo is not None and is_folder(repo):
             root = agent_folder(repo, self.workdir)
             info = indexed_folder(self.services, root)
-            return _Target(info.name if info else resolve_repo_name(self.services.db, root, None), root, info)
+            if info is not None:
+                return _Target(info.name, root, info)
+            name = self.jobs.name_of(root) or resolve_repo_name(self.services.db, root, None)
+            return _Target(name, root, None)
         job = self.jobs.status(repo) if repo else None
         if job is not None:
             return _Target(job.name, Path(job.root), self._registered(job.name))

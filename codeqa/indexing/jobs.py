@@ -216,6 +216,11 @@ class IndexJobs:
         job = self._jobs.get(name)
         return job.status if job is not None else None
 
+    def name_of(self, root: Path) -> str | None:
+        """The name a job of this process indexes `root` under (it may not be registered yet)."""
+        with self._lock:
+            return next((name for name, job in self._jobs.items() if job.status.root == str(root)), None)
+
     def wait(
         self, name: str, ready: Callable[[JobStatus], bool], timeout: float, on_change: Callable[[JobStatus], None]
     ) -> JobStatus | None:
