@@ -43,7 +43,6 @@ from codeqa.indexing.indexer import (
     index_repo,
 )
 from codeqa.indexing.live_index import change_bursts
-from codeqa.parsing.repo_files import RepoPathError
 from codeqa.store import lease
 from codeqa.store.lease import IndexBusyError
 
@@ -358,8 +357,12 @@ class IndexJobs:
         try:
             for _ in change_bursts(root, name, stop):
                 self.start(root, name, "refresh")
-        except RepoPathError as exc:
-            log.warning("%s", exc)
+        except Exception as exc:  # the folder went away, too many folders to watch, ...: log it, serve on
+            problem = user_error(exc)
+            if problem is None:
+                log.exception("watching %s failed", name)
+            else:
+                log.warning("stopped watching %s: %s", name, problem)
         finally:
             with self._lock:
                 if self._watchers.get(name) is stop:
