@@ -18,6 +18,7 @@ from codeqa.core.records import RepoInfo
 from codeqa.search.options import SEARCH_LANGUAGES
 
 TOOLS = {"search_code", "find_symbol", "find_references", "read_code", "list_repos"}
+INDEX_TOOLS = {"index_repository", "index_status", "refresh_repository", "remove_repository"}
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +31,11 @@ def mcp(indexed_sample, tmp_path_factory):
 @pytest.mark.integration
 def test_tools_are_listed_read_only_with_descriptions_and_schemas(mcp):
     tools = {tool.name: tool for tool in mcp.tools()}
-    assert set(tools) == TOOLS
+    assert set(tools) == TOOLS | INDEX_TOOLS
     for tool in tools.values():
-        assert len(tool.description) > 80 and tool.annotations.read_only_hint
-        assert tool.output_schema["type"] == "object"
+        assert len(tool.description) > 80 and tool.output_schema["type"] == "object"
+    assert {name for name, tool in tools.items() if tool.annotations.read_only_hint} == TOOLS | {"index_status"}
+    assert {name for name, tool in tools.items() if tool.annotations.destructive_hint} == {"remove_repository"}
     assert tools["search_code"].input_schema["required"] == ["query"]
     assert tools["search_code"].input_schema["properties"]["k"]["maximum"] == 50
     assert tools["read_code"].input_schema["required"] == ["path"]

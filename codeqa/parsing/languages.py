@@ -827,8 +827,12 @@ SECRET_NAMES = (
 )
 
 
-# Version control's own files: about the repository, not in it.
-VCS_FILES = frozenset({".gitignore", ".gitattributes", ".gitmodules", ".gitkeep", ".keep", ".hgignore", ".hgtags"})
+# CodeQA's own ignore rules, in .gitignore's syntax, at any level (`repo_files` reads them).
+IGNORE_FILE = ".codeqaignore"
+# Version control's own files (and CodeQA's ignore file): about the repository, not in it.
+VCS_FILES = frozenset(
+    {".gitignore", ".gitattributes", ".gitmodules", ".gitkeep", ".keep", ".hgignore", ".hgtags", IGNORE_FILE}
+)
 
 
 # --- Derived from the tables above ----------------------------------------------------------------
