@@ -150,5 +150,5 @@ def test_a_real_run_indexes_exactly_what_the_dry_run_said(tmp_path):
     preview = preview_index(root, settings.max_file_bytes)
     report = index_repo(root, settings, name="tricky", progress=False)
     db = connect(settings)
-    assert sorted(RepoTables(db, get_repo(db, "tricky")).manifest()) == [path for path, _, _ in preview.files]
+    assert sorted(RepoTables(db, get_repo(db, "tricky")).file_states()) == [path for path, _, _ in preview.files]
     assert report.skipped == preview.skipped and report.files_by_language == preview.languages

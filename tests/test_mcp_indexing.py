@@ -196,7 +196,7 @@ NOT_A_REPO = "is not a repository: the file-system root, the home folder and sys
     ("index_repository", {"path": "{place}/a_file.py"},
      "{place}/a_file.py is not a folder: give the repository's folder, not a file in it."),
     ("index_repository", {"path": "{place}/missing"}, "{place}/missing does not exist."),
-    ("index_repository", {"path": "x" * 100_000}, "path must be a string of at most 4,096 characters."),
+    ("index_repository", {"path": "x" * 100_000}, "path has 100,000 characters; the limit is 4,096."),
     ("index_repository", {"path": "../"}, "../: '..' is not allowed; give the folder's absolute path."),
     ("index_repository", {"path": "{place}/empty/../.."}, "{place}/empty/../..: '..' is not allowed; give the "
                                                           "folder's absolute path."),
@@ -217,7 +217,7 @@ NOT_A_REPO = "is not a repository: the file-system root, the home folder and sys
      "wait_seconds must be a whole number from 0 to 60."),
     ("index_repository", {"path": "{place}/empty", "wait_seconds": "5"},
      "wait_seconds must be a whole number from 0 to 60."),
-    ("index_status", {"repo": "x" * 5000}, "repo must be a string of at most 4,096 characters, or left out."),
+    ("index_status", {"repo": "x" * 5000}, "repo has 5,000 characters; the limit is 4,096."),
     ("index_status", {"repo": "nope"}, "Unknown repo 'nope'. No repo is indexed yet."),
     ("index_status", {"repo": "{place}/loop"},
      "{place}/loop is or goes through a symbolic link: give the folder's real path."),

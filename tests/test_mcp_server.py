@@ -177,7 +177,7 @@ def test_the_default_repo_is_the_one_asked_for_or_the_projects(default_repo, wor
 @pytest.mark.parametrize("tool, arguments, message", [
     ("search_code", {}, "query is required: a question, a task, or a bug report / error message / stack trace as "
                         "is (up to 20,000 characters)."),
-    ("search_code", {"query": 5}, "query must be a string."),
+    ("search_code", {"query": 5}, "query must be a string of at most 20,000 characters."),
     ("search_code", {"query": "cart", "k": 500}, "k must be a whole number from 1 to 50."),
     ("search_code", {"query": "cart", "k": -1}, "k must be a whole number from 1 to 50."),
     ("search_code", {"query": "cart", "k": "10"}, "k must be a whole number from 1 to 50."),  # as the web API says
@@ -192,10 +192,10 @@ def test_the_default_repo_is_the_one_asked_for_or_the_projects(default_repo, wor
                                                        "relative to its root (no '..', not absolute), e.g. src/api/."),
     ("find_symbol", {"name": ""}, "name must be a symbol name such as parse or Cart.add, not empty."),
     ("find_symbol", {"name": "   "}, "name must be a symbol name such as parse or Cart.add, not empty."),
-    ("find_symbol", {"name": None}, "name must be a string."),
+    ("find_symbol", {"name": None}, "name must be a string of at most 1,000 characters."),
     ("find_references", {"symbol": ""}, "symbol must be a symbol name such as parse or Cart.add, not empty."),
     ("find_references", {"symbol": "Cart", "limit": 0}, "limit must be a whole number from 1 to 2,000."),
-    ("read_code", {"path": None}, "path must be a string."),
+    ("read_code", {"path": None}, "path must be a string of at most 1,000 characters."),
     ("read_code", {"path": "shop/models.py", "start": "3"}, "start must be a whole number of at least 1."),
     ("read_code", {"path": "shop/models.py", "end": 0}, "end must be a whole number of at least 1, or left out."),
     ("list_repos", {"verbose": True}, "list_repos has no argument 'verbose'; it takes no arguments."),
@@ -206,7 +206,7 @@ def test_the_default_repo_is_the_one_asked_for_or_the_projects(default_repo, wor
     ("search_code", {"query": "cart", "lang": "x" * 5_000}, "lang has 5,000 characters; the limit is 1,000."),
     ("search_code", {"query": "cart", "path": "a/" * 501}, "path has 1,002 characters; the limit is 1,000."),
     ("read_code", {"path": "a/" * 501}, "path has 1,002 characters; the limit is 1,000."),
-    ("find_symbol", {"name": "Cart", "repo": "r" * 101}, "repo has 101 characters; the limit is 100."),
+    ("find_symbol", {"name": "Cart", "repo": "r" * 4097}, "repo has 4,097 characters; the limit is 4,096."),
 ])
 def test_bad_arguments_get_one_line_saying_what_is_allowed(mcp, tool, arguments, message):
     assert mcp.error(tool, **arguments) == message
