@@ -7,7 +7,7 @@ The texts are the indexer's own embedding texts (`embedding_text` of every row, 
 bench/embed_bench.py takes them) of a real source tree. `StaticEmbedder` (codeqa-static) is
 pure Python + numpy: with two threads the texts are split over a two-thread pool (numpy's row
 gathers and sums release the GIL only in part, so this measures what threading buys). The
-int8 MiniLM (`get_embedder` with default settings: all-MiniLM-L6-v2 on onnxruntime, 128 tokens)
+int8 MiniLM (`get_embedder` with CODEQA_EMBEDDING_MODEL=all-MiniLM-L6-v2: onnxruntime, 128 tokens)
 gets `threads` onnxruntime threads; it is measured on the first `--minilm-texts` texts only
 (it is ~50x slower). Reports texts/s (best of 3 runs; MiniLM best of 2) and load time
 (construct + first text). Not a test.
@@ -79,7 +79,7 @@ def main() -> None:
     for threads in args.threads:
         get_embedder.__globals__["_CACHE"].clear()  # a fresh session per thread count
         started = time.perf_counter()
-        minilm = get_embedder(Settings(), threads=threads)
+        minilm = get_embedder(Settings(embedding_model="all-MiniLM-L6-v2"), threads=threads)
         minilm.embed(texts[:1])
         load = time.perf_counter() - started
         sample = texts[:args.minilm_texts]
