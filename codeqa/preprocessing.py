@@ -14,6 +14,7 @@ import argparse
 import logging
 import sys
 import time
+from dataclasses import replace
 
 from codeqa.core.config import Settings
 from codeqa.core.errors import printable, printable_lines, run_cli
@@ -111,6 +112,13 @@ def build_parser(prog: str = "preprocessing.py") -> argparse.ArgumentParser:
     commands.add_parser("list", help="list indexed repos")
     remove = commands.add_parser("remove", help="delete a repo's index")
     remove.add_argument("name", help="the repo's name, as `list` shows it")
+    for command in (index, watch):
+        command.add_argument(
+            "--cluster",
+            metavar="ADDRESS",
+            help="parse and embed on the Ray cluster whose head is at HOST:PORT (default: CODEQA_CLUSTER, "
+            "else this machine); this process still writes the index",
+        )
     for command in (index, remove):
         command.add_argument(
             "--wait",
@@ -186,7 +194,10 @@ def main(argv: list[str] | None = None, prog: str = "preprocessing.py") -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """The subcommand's work; `main` reports the errors a user can act on."""
-    services = Services(Settings.from_env())
+    settings = Settings.from_env()
+    if getattr(args, "cluster", None):
+        settings = replace(settings, cluster=args.cluster)
+    services = Services(settings)
     if args.command in ("index", "watch"):
         yield_cpu(services.settings.background_niceness)  # searches of a running web app go first
     if args.command == "index":

@@ -1,0 +1,135 @@
+"""Index runs on a Ray cluster on loopback, writing to moto's S3 server; run by tests/test_cluster.py
+inside namespaces of their own (`ray_loopback.in_namespaces`), as
+
+    python tests/cluster_scenarios.py SCENARIO OUT_DIR
+
+Each scenario writes `OUT_DIR/result.json`: the rows of every index it made (read back from the
+bucket: ids, lines, hashes, vectors) and what each run reported; the test asserts on them.
+Faults are injected at a chosen point of a run: a node is killed with SIGKILL once the first
+batch of parsed files is back (so later batches are in flight on it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
+
+from ray_loopback import BUCKET, LoopbackCluster, dump, start_s3, tree  # noqa: E402
+
+from codeqa.core.config import Settings  # noqa: E402
+from codeqa.core.servers import free_port  # noqa: E402
+from codeqa.indexing import cluster  # noqa: E402
+from codeqa.indexing.indexer import index_repo  # noqa: E402
+from codeqa.store import registry  # noqa: E402
+from codeqa.store.connection import connect  # noqa: E402
+from codeqa.store.schema import ROW_TABLES  # noqa: E402
+
+COLUMNS = ["id", "file_path", "kind", "qualified_name", "start_line", "end_line", "text_hash", "references_hash",
+           "reference_count", "vector"]
+WRITE_BATCH = 32  # files per write: several batches, each of two tasks
+
+
+def settings(out: Path, prefix: str, address: str = "") -> Settings:
+    return Settings(data_dir=out / prefix, lancedb_uri=f"s3://{BUCKET}/{prefix}", local_llm=False,
+                    write_batch=WRITE_BATCH, cluster=address)
+
+
+def rows(config: Settings, name: str = "tree") -> dict:
+    """Every row of the repo's tables, by table, and its manifest (path → content hash)."""
+    db = connect(config)
+    info = registry.get_repo(db, name)
+    tables = {kind: sorted(([row[c] for c in COLUMNS] for row in registry.open_table(db, info, kind)
+                            .search().select(COLUMNS).limit(None).to_list()), key=lambda r: r[0])
+              for kind in ROW_TABLES}
+    for table in tables.values():
+        for row in table:
+            row[-1] = None if row[-1] is None else [float(x) for x in row[-1]]
+    files = registry.open_table(db, info, "files").search().select(["file_path", "sha256"]).limit(None).to_list()
+    return {"tables": tables, "files": sorted((f["file_path"], f["sha256"]) for f in files),
+            "indexed": bool(info.indexed_at)}
+
+
+def counts(report) -> list[int]:
+    return [report.added, report.methods, report.classes, report.modules, report.references, report.vectors_pending]
+
+
+def kill_after_first_batch(node) -> None:
+    """Kill `node` as soon as the driver has the first batch's rows (later ones are in flight)."""
+    collect = cluster.RayParsers._collect
+
+    def collect_then_kill(self, refs, done):
+        result = collect(self, refs, done)
+        if node.poll() is None:
+            LoopbackCluster.kill(node)
+        return result
+
+    cluster.RayParsers._collect = collect_then_kill  # type: ignore[method-assign]
+
+
+def split_and_lose_a_node(out: Path, nodes: LoopbackCluster) -> dict:
+    """A head and one worker node, one CPU each: the tree indexed on the cluster equals the one
+    indexed on this box; then a run whose worker node is killed mid-run still finishes, equal too."""
+    nodes.start_head(cpus=1)
+    worker = nodes.add_node(cpus=1)
+    nodes.connect(2)
+    repo = tree(out / "tree")
+    single = index_repo(repo, settings(out, "single"), name="tree", progress=False)
+    split = index_repo(repo, settings(out, "cluster", nodes.address), name="tree", progress=False)
+    kill_after_first_batch(worker)
+    lost = index_repo(repo, settings(out, "lost-node", nodes.address), name="tree", progress=False)
+    return {"single": rows(settings(out, "single")), "cluster": rows(settings(out, "cluster")),
+            "lost_node": rows(settings(out, "lost-node")), "worker_killed": worker.poll() is not None,
+            "reports": {"single": counts(single), "cluster": counts(split), "lost_node": counts(lost)}}
+
+
+def cli(args: list[str]) -> tuple[int, str]:
+    """`codeqa index` in this process (so a fault can be injected): its exit status and stderr."""
+    from codeqa.preprocessing import main
+
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+        status = main(args, prog="codeqa")
+    return status, stderr.getvalue()
+
+
+def no_cpu_left(out: Path, nodes: LoopbackCluster) -> dict:
+    """The head has no CPU and the only worker node dies mid-run: `codeqa index --cluster` fails
+    with one line and leaves a consistent index; the next run (a new node joined) finishes it."""
+    nodes.start_head(cpus=0)
+    worker = nodes.add_node(cpus=1)
+    nodes.connect(2)
+    repo = tree(out / "tree")
+    os.environ.update({"CODEQA_DATA_DIR": str(out / "cli"), "CODEQA_LANCEDB_URI": f"s3://{BUCKET}/cli",
+                       "CODEQA_LOCAL_LLM": "0", "CODEQA_WRITE_BATCH": str(WRITE_BATCH)})
+    kill_after_first_batch(worker)
+    failed = cli(["index", str(repo), "--name", "tree", "--no-progress", "--cluster", nodes.address])
+    after_failure = rows(settings(out, "cli"))
+    nodes.add_node(cpus=1)
+    nodes.connect(2)
+    finished = cli(["index", str(repo), "--name", "tree", "--no-progress", "--cluster", nodes.address])
+    index_repo(repo, settings(out, "single"), name="tree", progress=False)
+    return {"failed": failed, "after_failure": after_failure, "finished": finished,
+            "rerun": rows(settings(out, "cli")), "single": rows(settings(out, "single"))}
+
+
+SCENARIOS = {"split_and_lose_a_node": split_and_lose_a_node, "no_cpu_left": no_cpu_left}
+
+
+def main() -> None:
+    scenario, out = SCENARIOS[sys.argv[1]], Path(sys.argv[2])
+    server, env = start_s3(free_port())
+    os.environ.update(env)
+    nodes = LoopbackCluster(out, free_port())
+    try:
+        dump(out / "result.json", scenario(out, nodes))
+    finally:
+        server.terminate()  # the rest dies with the PID namespace
+
+
+if __name__ == "__main__":
+    main()

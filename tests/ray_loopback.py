@@ -1,0 +1,122 @@
+"""A Ray cluster and an S3-compatible server on loopback, for the cluster tests and benchmark.
+
+Ray's servers listen on every interface, so everything here runs inside network and PID
+namespaces of its own (`in_namespaces`: `unshare`, as root): the only network there is loopback,
+and every process it started dies with it. Nodes are real `ray start` processes (a head and
+worker nodes, each its own raylet), each with the CPUs it is given, all on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_REPO = ROOT / "tests" / "fixtures" / "sample_repo"
+BIN = Path(sys.executable).parent
+BUCKET = "codeqa-cluster"
+STARTUP = 300  # seconds a node or server may take to start on a busy 2-core box
+OBJECT_STORE_BYTES = 80_000_000  # Ray's minimum is 75 MB; the tasks' bytes and rows are small
+
+
+def in_namespaces(argv: list[str]) -> list[str]:
+    """`argv` run in new network and PID namespaces with loopback up: nothing it starts can be
+    reached from outside, or outlive it."""
+    return ["unshare", "--net", "--pid", "--fork", "--mount-proc", "--", "sh", "-c",
+            'ip link set lo up && exec "$0" "$@"', *argv]
+
+
+def tree(root: Path, generated: int = 40) -> Path:
+    """The sample repo plus `generated` small modules that call each other: enough files for a
+    run to use the cluster (`workers.POOL_MIN_FILES`), references across tasks' chunks."""
+    shutil.copytree(SAMPLE_REPO, root)
+    for i in range(generated):
+        package = root / "gen" / f"pkg{i % 5}"
+        package.mkdir(parents=True, exist_ok=True)
+        (package / f"mod_{i}.py").write_text(
+            f'"""Module {i}."""\n\nLIMIT_{i} = {i}\n\n\ndef helper_{i}(value):\n    """Scale a value."""\n'
+            f"    return helper_{(i + 1) % generated}(value) * LIMIT_{i}\n\n\nclass Shape{i}:\n"
+            f"    def area(self):\n        return helper_{i}(2)\n"
+        )
+    return root
+
+
+def start_s3(port: int) -> tuple[subprocess.Popen, dict[str, str]]:
+    """moto's S3 server on loopback with one bucket; the environment that points LanceDB at it."""
+    import boto3
+
+    from codeqa.core.servers import start_server
+
+    server = start_server([str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)], os.environ,
+                          f"http://127.0.0.1:{port}/moto-api/", timeout=STARTUP)
+    env = {"AWS_ACCESS_KEY_ID": "codeqa", "AWS_SECRET_ACCESS_KEY": "codeqa-secret", "AWS_REGION": "us-east-1",
+           "AWS_ENDPOINT": f"http://127.0.0.1:{port}", "AWS_ALLOW_HTTP": "true"}
+    boto3.client("s3", endpoint_url=env["AWS_ENDPOINT"], region_name=env["AWS_REGION"],
+                 aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+                 aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"]).create_bucket(Bucket=BUCKET)
+    return server, env
+
+
+class LoopbackCluster:
+    """A head node and worker nodes started with `ray start --block` (each in a process group of
+    its own, so one node can be killed whole)."""
+
+    def __init__(self, workdir: Path, port: int) -> None:
+        self.workdir = workdir
+        self.address = f"127.0.0.1:{port}"
+        self.nodes: list[subprocess.Popen] = []
+        # The nodes' workers import CodeQA from this checkout, as the driver does.
+        self.env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
+
+    def _start(self, args: list[str], cpus: int) -> subprocess.Popen:
+        log = (self.workdir / f"node{len(self.nodes)}.log").open("w")
+        node = subprocess.Popen(
+            [str(BIN / "ray"), "start", "--block", "--node-ip-address=127.0.0.1", f"--num-cpus={cpus}",
+             f"--object-store-memory={OBJECT_STORE_BYTES}", "--disable-usage-stats", *args],
+            env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.nodes.append(node)
+        return node
+
+    def start_head(self, cpus: int) -> subprocess.Popen:
+        port = self.address.rsplit(":", 1)[1]
+        return self._start(["--head", f"--port={port}", "--include-dashboard=false",
+                            f"--temp-dir={self.workdir / 'ray'}"], cpus)
+
+    def add_node(self, cpus: int) -> subprocess.Popen:
+        return self._start([f"--address={self.address}"], cpus)
+
+    def connect(self, nodes: int) -> None:
+        """Join the cluster as CodeQA does (so later index runs reuse the connection) once
+        `nodes` nodes are alive."""
+        from codeqa.core.errors import CodeQAError
+        from codeqa.indexing.cluster import connect
+
+        deadline = time.monotonic() + STARTUP
+        while True:
+            try:
+                ray = connect(self.address)
+                break
+            except CodeQAError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
+        while sum(node["Alive"] for node in ray.nodes()) < nodes:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the cluster has not got {nodes} nodes: {ray.nodes()}")
+            time.sleep(0.5)
+
+    @staticmethod
+    def kill(node: subprocess.Popen) -> None:
+        """Kill a node (its `ray start`, raylet and the rest of its process group) with SIGKILL."""
+        os.killpg(node.pid, signal.SIGKILL)
+        node.wait()
+
+
+def dump(path: Path, data: object) -> None:
+    path.write_text(json.dumps(data))
