@@ -19,7 +19,8 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
-from ray_loopback import BUCKET, LoopbackCluster, dump, start_s3, tree  # noqa: E402
+from ray_loopback import LoopbackCluster, dump, tree  # noqa: E402
+from s3_loopback import BUCKET, start_s3  # noqa: E402
 
 from codeqa.core.config import Settings  # noqa: E402
 from codeqa.core.servers import free_port  # noqa: E402

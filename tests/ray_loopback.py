@@ -1,4 +1,4 @@
-"""A Ray cluster and an S3-compatible server on loopback, for the cluster tests and benchmark.
+"""A Ray cluster on loopback, for the cluster tests and benchmark.
 
 Ray's servers listen on every interface, so everything here runs inside network and PID
 namespaces of its own (`in_namespaces`: `unshare`, as root): the only network there is loopback,
@@ -20,7 +20,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_REPO = ROOT / "tests" / "fixtures" / "sample_repo"
 BIN = Path(sys.executable).parent
-BUCKET = "codeqa-cluster"
 STARTUP = 300  # seconds a node or server may take to start on a busy 2-core box
 OBJECT_STORE_BYTES = 80_000_000  # Ray's minimum is 75 MB; the tasks' bytes and rows are small
 
@@ -45,22 +44,6 @@ def tree(root: Path, generated: int = 40) -> Path:
             f"    def area(self):\n        return helper_{i}(2)\n"
         )
     return root
-
-
-def start_s3(port: int) -> tuple[subprocess.Popen, dict[str, str]]:
-    """moto's S3 server on loopback with one bucket; the environment that points LanceDB at it."""
-    import boto3
-
-    from codeqa.core.servers import start_server
-
-    server = start_server([str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)], os.environ,
-                          f"http://127.0.0.1:{port}/moto-api/", timeout=STARTUP)
-    env = {"AWS_ACCESS_KEY_ID": "codeqa", "AWS_SECRET_ACCESS_KEY": "codeqa-secret", "AWS_REGION": "us-east-1",
-           "AWS_ENDPOINT": f"http://127.0.0.1:{port}", "AWS_ALLOW_HTTP": "true"}
-    boto3.client("s3", endpoint_url=env["AWS_ENDPOINT"], region_name=env["AWS_REGION"],
-                 aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-                 aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"]).create_bucket(Bucket=BUCKET)
-    return server, env
 
 
 class LoopbackCluster:
