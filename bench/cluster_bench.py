@@ -101,6 +101,9 @@ def inside(args: argparse.Namespace) -> dict:
     result["load_after"] = os.getloadavg()
     result["driver_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     server.terminate()
+    for node in nodes.nodes:
+        LoopbackCluster.kill(node)
+    nodes.remove_temp_dir()
     return result
 
 

@@ -129,7 +129,10 @@ def main() -> None:
     try:
         dump(out / "result.json", scenario(out, nodes))
     finally:
-        server.terminate()  # the rest dies with the PID namespace
+        server.terminate()
+        for node in nodes.nodes:
+            LoopbackCluster.kill(node)
+        nodes.remove_temp_dir()
 
 
 if __name__ == "__main__":

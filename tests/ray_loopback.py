@@ -8,12 +8,14 @@ worker nodes, each its own raylet), each with the CPUs it is given, all on 127.0
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -52,6 +54,8 @@ class LoopbackCluster:
 
     def __init__(self, workdir: Path, port: int) -> None:
         self.workdir = workdir
+        # Ray's sockets live under its temp dir, and a unix socket's path has at most 107 bytes.
+        self.temp_dir = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
         self.address = f"127.0.0.1:{port}"
         self.nodes: list[subprocess.Popen] = []
         # The nodes' workers import CodeQA from this checkout, as the driver does.
@@ -69,7 +73,7 @@ class LoopbackCluster:
     def start_head(self, cpus: int) -> subprocess.Popen:
         port = self.address.rsplit(":", 1)[1]
         return self._start(["--head", f"--port={port}", "--include-dashboard=false",
-                            f"--temp-dir={self.workdir / 'ray'}"], cpus)
+                            f"--temp-dir={self.temp_dir}"], cpus)
 
     def add_node(self, cpus: int) -> subprocess.Popen:
         return self._start([f"--address={self.address}"], cpus)
@@ -86,18 +90,24 @@ class LoopbackCluster:
                 ray = connect(self.address)
                 break
             except CodeQAError:
-                if time.monotonic() > deadline:
-                    raise
+                if time.monotonic() > deadline or self.nodes[0].poll() is not None:
+                    log = (self.workdir / "node0.log").read_text()[-2000:]
+                    raise RuntimeError(f"the head node did not start:\n{log}") from None
                 time.sleep(1)
         while sum(node["Alive"] for node in ray.nodes()) < nodes:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the cluster has not got {nodes} nodes: {ray.nodes()}")
             time.sleep(0.5)
 
+    def remove_temp_dir(self) -> None:
+        """Ray's logs and sockets, once every node is gone."""
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
     @staticmethod
     def kill(node: subprocess.Popen) -> None:
         """Kill a node (its `ray start`, raylet and the rest of its process group) with SIGKILL."""
-        os.killpg(node.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # the group is gone already
+            os.killpg(node.pid, signal.SIGKILL)
         node.wait()
 
 
