@@ -9,6 +9,8 @@ measurements, each on the same two cores, so they show the cluster's overhead, n
 - the index run until searchable (walk, parse, write, references, full-text indexes), once on
   this box and once on the cluster, both writing to the bucket; vectors come from a stub endpoint
   (a hash of the text: `complete_bench.HashEmbeddings`) so that the model does not drown the rest;
+- parsing alone: files per second through this box's pool and through the cluster's tasks (the
+  driver reading and shipping every file's bytes), twice each, alternated;
 - embedding `--texts` of the index's rows with the local model: this process on both cores, and
   the cluster's nodes (`cluster.ClusterEmbedder`), texts per second.
 Not a test: numbers go to docs/benchmarks.md.
@@ -20,9 +22,11 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +73,21 @@ def row_texts(config: Settings, count: int) -> list[str]:
     return [embedding_text(row) for row in rows[::max(1, len(rows) // count)][:count]]
 
 
+def parse_rate(root: Path, config: Settings) -> float:
+    """Files per second through the run's `ParsePool` alone (no writer waiting in between): this
+    box's pool, or the cluster's tasks with the driver reading and shipping the bytes."""
+    from codeqa.indexing.executors import open_parsers
+    from codeqa.parsing.repo_files import walk_repo
+
+    walked = walk_repo(root, config.max_file_bytes)
+    files = [read.without_text() for read in (walked.read(found) for found in walked.files) if read is not None]
+    batches = [files[start : start + config.write_batch] for start in range(0, len(files), config.write_batch)]
+    started = time.perf_counter()
+    with open_parsers("django", config, time.time_ns(), len(files), None) as pool:
+        parsed = sum(len(batch) for batch in pool.batches(batches, lambda n: None))
+    return round(parsed / (time.perf_counter() - started), 1)
+
+
 def embed_rate(embedder, texts: list[str]) -> float:
     embedder.embed(texts[:32])  # the model loaded (on every node, for the cluster: first tasks)
     started = time.perf_counter()
@@ -77,19 +96,39 @@ def embed_rate(embedder, texts: list[str]) -> float:
 
 
 def inside(args: argparse.Namespace) -> dict:
-    from codeqa.indexing.cluster import ClusterEmbedder
-    from codeqa.indexing.embeddings import get_embedder
-
     root = fetch_source(args.package)
     data = Path(tempfile.mkdtemp(prefix="cluster-bench-"))
     server, env = start_s3(free_port())
     os.environ.update(env)
     nodes = LoopbackCluster(data, free_port())
-    nodes.start_head(cpus=1)
-    nodes.add_node(cpus=1)
-    started = time.perf_counter()
-    nodes.connect(2)
-    result: dict = {"cluster_start_s": round(time.perf_counter() - started, 1), "load_before": os.getloadavg()}
+    try:
+        nodes.start_head(cpus=1)
+        nodes.add_node(cpus=1)
+        started = time.perf_counter()
+        nodes.connect(2)
+        result: dict = {"cluster_start_s": round(time.perf_counter() - started, 1), "load_before": os.getloadavg()}
+        measure(args, root, data, nodes, result)
+        result["load_after"] = os.getloadavg()
+        result["driver_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+        return result
+    finally:
+        server.terminate()
+        for node in nodes.nodes:
+            LoopbackCluster.kill(node)
+        nodes.remove_temp_dir()
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def measure(args: argparse.Namespace, root: Path, data: Path, nodes: LoopbackCluster, result: dict) -> None:
+    from codeqa.indexing.cluster import ClusterEmbedder
+    from codeqa.indexing.embeddings import get_embedder
+
+    here = Settings(data_dir=data / "parse", local_llm=False, index_processes=2)
+    for run in range(2):  # alternated: the box's load drifts
+        result[f"parse_single_files_per_s_{run}"] = parse_rate(root, here)
+        result[f"parse_cluster_files_per_s_{run}"] = parse_rate(root, replace(here, cluster=nodes.address))
+    if args.parse_only:
+        return
     with stub_embeddings() as stub:
         result["single"] = index_once(root, settings(data, "single", stub))
         result["cluster"] = index_once(root, settings(data, "cluster", stub, nodes.address))
@@ -98,19 +137,13 @@ def inside(args: argparse.Namespace) -> dict:
     result["embed_texts"] = len(texts)
     result["embed_single_per_s"] = embed_rate(get_embedder(local), texts)
     result["embed_cluster_per_s"] = embed_rate(ClusterEmbedder(local, get_embedder(local)), texts)
-    result["load_after"] = os.getloadavg()
-    result["driver_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-    server.terminate()
-    for node in nodes.nodes:
-        LoopbackCluster.kill(node)
-    nodes.remove_temp_dir()
-    return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--package", default="django==5.2.8")
     parser.add_argument("--texts", type=int, default=2000)
+    parser.add_argument("--parse-only", action="store_true", help="measure the parse pools alone (minutes, not an hour)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if os.environ.get(INSIDE):
