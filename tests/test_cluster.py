@@ -116,3 +116,23 @@ def test_the_cli_says_in_one_line_when_no_cluster_answers(tmp_path):
     assert run.returncode == 1
     assert run.stderr == f"error: No Ray cluster answers at {address} (Connection refused): start one with " \
                          "`ray start --head`, or fix --cluster / CODEQA_CLUSTER.\n"
+
+
+@pytest.mark.unit
+def test_a_task_parses_the_bytes_it_is_sent_and_never_opens_the_path(tmp_path):
+    """A node need not see the driver's disk: the task parses the shipped bytes (the file is gone
+    from this disk by then), says "unreadable" for a file the driver could not read, and refuses
+    to run other code than the driver's."""
+    from codeqa.parsing.repo_files import read_bytes, walk_repo
+
+    (tmp_path / "shop.py").write_text("def total(cart):\n    return sum(cart)\n")
+    walked = walk_repo(tmp_path)
+    planned = walked.read(walked.files[0]).without_text()
+    data = read_bytes(planned, 1_000_000)
+    (tmp_path / "shop.py").unlink()
+    parsed, unreadable = cluster.parse_shipped("shop", 1_000_000, 0, None, cluster.code_fingerprint(),
+                                               [(planned, data), (planned, None)])
+    assert [row["qualified_name"] for row in parsed.rows["methods"]] == ["total"]
+    assert parsed.manifest.sha256 == planned.sha256 and unreadable == "unreadable"
+    with pytest.raises(ClusterError, match="runs other CodeQA code than the indexer"):
+        cluster.parse_shipped("shop", 1_000_000, 0, None, "0" * 16, [(planned, data)])
