@@ -5,8 +5,9 @@ inside namespaces of their own (`ray_loopback.in_namespaces`), as
 
 Each scenario writes `OUT_DIR/result.json`: the rows of every index it made (read back from the
 bucket: ids, lines, hashes, vectors) and what each run reported; the test asserts on them.
-Faults are injected at a chosen point of a run: a node is killed with SIGKILL once the first
-batch of parsed files is back (so later batches are in flight on it).
+Faults are injected at a chosen point of a run: a node is killed with SIGKILL as soon as one of
+its workers starts an embedding task (so that task is lost with it), or once the first batch of
+parsed files is back (so later batches are in flight on it).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import contextlib
 import io
 import os
 import sys
+import threading
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
@@ -36,8 +38,9 @@ WRITE_BATCH = 32  # files per write: several batches, each of two tasks
 
 
 def settings(out: Path, prefix: str, address: str = "") -> Settings:
+    """The local transformer model, named (not inline: its vectors are filled by embedding tasks)."""
     return Settings(data_dir=out / prefix, lancedb_uri=f"s3://{BUCKET}/{prefix}", local_llm=False,
-                    write_batch=WRITE_BATCH, cluster=address)
+                    write_batch=WRITE_BATCH, cluster=address, embedding_model="all-MiniLM-L6-v2")
 
 
 def rows(config: Settings, name: str = "tree") -> dict:
@@ -72,17 +75,32 @@ def kill_after_first_batch(node) -> None:
     cluster.RayParsers._collect = collect_then_kill  # type: ignore[method-assign]
 
 
+def kill_once_it_embeds(nodes: LoopbackCluster, node) -> threading.Thread:
+    """Kill `node` as soon as one of its workers starts embedding (from now on; a task of
+    seconds): the task is surely lost with it, and must be rerun elsewhere for the run to finish."""
+    since = nodes.worker_logs()
+
+    def watch() -> None:
+        nodes.wait_for_task(node, "embed_texts", since)
+        LoopbackCluster.kill(node)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
 def split_and_lose_a_node(out: Path, nodes: LoopbackCluster) -> dict:
     """A head and one worker node, one CPU each: the tree indexed on the cluster equals the one
-    indexed on this box; then a run whose worker node is killed mid-run still finishes, equal too."""
+    indexed on this box; then a run whose worker node is killed mid-task still finishes, equal too."""
     nodes.start_head(cpus=1)
     worker = nodes.add_node(cpus=1)
     nodes.connect(2)
     repo = tree(out / "tree")
     single = index_repo(repo, settings(out, "single"), name="tree", progress=False)
     split = index_repo(repo, settings(out, "cluster", nodes.address), name="tree", progress=False)
-    kill_after_first_batch(worker)
+    killer = kill_once_it_embeds(nodes, worker)
     lost = index_repo(repo, settings(out, "lost-node", nodes.address), name="tree", progress=False)
+    killer.join(timeout=1)
     return {"single": rows(settings(out, "single")), "cluster": rows(settings(out, "cluster")),
             "lost_node": rows(settings(out, "lost-node")), "worker_killed": worker.poll() is not None,
             "reports": {"single": counts(single), "cluster": counts(split), "lost_node": counts(lost)}}

@@ -24,6 +24,10 @@ SAMPLE_REPO = ROOT / "tests" / "fixtures" / "sample_repo"
 BIN = Path(sys.executable).parent
 STARTUP = 300  # seconds a node or server may take to start on a busy 2-core box
 OBJECT_STORE_BYTES = 80_000_000  # Ray's minimum is 75 MB; the tasks' bytes and rows are small
+# On a loaded 2-core box a process can go without CPU for a minute: Ray must not take a slow
+# answer for a dead node, nor the driver give up on the head (a killed node refuses at once,
+# so it is still found dead within seconds).
+PATIENT_RAY = {"RAY_gcs_rpc_server_reconnect_timeout_s": "600", "RAY_health_check_timeout_ms": "60000"}
 
 
 def in_namespaces(argv: list[str]) -> list[str]:
@@ -59,7 +63,8 @@ class LoopbackCluster:
         self.address = f"127.0.0.1:{port}"
         self.nodes: list[subprocess.Popen] = []
         # The nodes' workers import CodeQA from this checkout, as the driver does.
-        self.env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
+        self.env = {**os.environ, **PATIENT_RAY, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
+        os.environ.update(PATIENT_RAY)  # this process is the driver
 
     def _start(self, args: list[str], cpus: int) -> subprocess.Popen:
         log = (self.workdir / f"node{len(self.nodes)}.log").open("w")
@@ -98,6 +103,25 @@ class LoopbackCluster:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the cluster has not got {nodes} nodes: {ray.nodes()}")
             time.sleep(0.5)
+
+    def worker_logs(self) -> dict[Path, int]:
+        """Every worker's log and its size now (what `wait_for_task` reads after)."""
+        return {log: log.stat().st_size for log in (self.temp_dir / "session_latest" / "logs").glob("worker-*.out")}
+
+    def wait_for_task(self, node: subprocess.Popen, task: str, since: dict[Path, int]) -> None:
+        """Until one of `node`'s workers has started a task of function `task` after `since`
+        (`worker_logs`): Ray writes `:task_name:NAME` to a worker's log as it starts one."""
+        import psutil
+
+        marker = f":task_name:{task}\n".encode()
+        deadline = time.monotonic() + STARTUP
+        while time.monotonic() < deadline:
+            pids = {child.pid for child in psutil.Process(node.pid).children(recursive=True)}
+            for log in self.worker_logs():
+                if int(log.stem.rsplit("-", 1)[1]) in pids and marker in log.read_bytes()[since.get(log, 0):]:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError(f"no {task} task started on the node in {STARTUP} s")
 
     def remove_temp_dir(self) -> None:
         """Ray's logs and sockets, once every node is gone."""

@@ -57,8 +57,8 @@ def test_a_two_node_cluster_writes_what_one_box_writes(split):
 
 @pytest.mark.integration
 def test_a_run_that_loses_its_worker_node_still_writes_the_same_index(split):
-    """The worker node is killed (SIGKILL, its raylet and workers) while batches are in flight on
-    it: Ray reruns its tasks on the head, and the index is the one-box index."""
+    """The worker node is killed (SIGKILL, its raylet and workers) while one of its workers
+    embeds: Ray reruns the lost task on the head, and the index is the one-box index."""
     assert split["worker_killed"]
     assert split["lost_node"] == split["single"]
     assert split["reports"]["lost_node"] == split["reports"]["single"]
