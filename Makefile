@@ -8,7 +8,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
 REPO ?= tests/fixtures/sample_repo
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup setup-dev browser redis run index serve lint test test-fast bench eval eval-full clean
+.PHONY: setup setup-dev browser redis namespaces run index serve lint test test-fast bench eval eval-full clean
 
 # The runtime (`make run`): requirements.txt, no torch. The tests, benchmarks and evals add
 # requirements-dev.txt, which brings the train extra (torch, sentence-transformers) too.
@@ -44,6 +44,13 @@ redis:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; \
 	  else echo "redis-server is needed for the two-instance tests: sudo apt-get install -y redis-server" >&2; exit 1; fi; }
 
+# The Ray cluster tests (tests/test_cluster.py) run their nodes in network and PID namespaces of
+# their own, as root: `unshare` (util-linux) and `ip` (iproute2) to bring their loopback up.
+namespaces:
+	@command -v ip >/dev/null && command -v unshare >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq iproute2 util-linux >/dev/null; \
+	  else echo "iproute2 and util-linux are needed for the cluster tests: sudo apt-get install -y iproute2" >&2; exit 1; fi; }
+
 index: setup
 	$(PY) preprocessing.py index $(REPO)
 
@@ -58,7 +65,7 @@ lint: setup-dev
 	$(PY) -m ruff format --check
 	$(PY) -m mypy
 
-test: setup-dev browser redis lint
+test: setup-dev browser redis namespaces lint
 	$(PY) -m pytest
 
 test-fast: setup-dev

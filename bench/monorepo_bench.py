@@ -51,19 +51,48 @@ def pins() -> list[tuple[str, str]]:
 
 def build_tree(mirror: Path | None, tree: Path) -> int:
     """Each pinned repository's files at its commit under `tree/<owner>+<name>/`; returns how many
-    repositories were added (those already there are kept)."""
+    repositories were added (those already there are kept). Blobs a snapshot lacks (snapshots
+    leave out files of 4 MiB and more, which the indexer skips anyway) are left out."""
     added = 0
     for repo, commit in pins():
         folder = tree / repo.replace("/", "+")
         if folder.is_dir():
             continue
-        git_dir = _git_dir(repo, mirror)
-        folder.mkdir(parents=True)
-        archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", commit], capture_output=True, check=True)
-        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+        partial = folder.with_name(folder.name + ".part")
+        shutil.rmtree(partial, ignore_errors=True)
+        _extract(_git_dir(repo, mirror), commit, partial)
+        partial.rename(folder)
         added += 1
         print(f"  {repo}@{commit[:12]}", file=sys.stderr, flush=True)
     return added
+
+
+def _extract(git_dir: Path, commit: str, into: Path) -> None:
+    """The commit's regular files into `into`, read through one `git cat-file --batch`."""
+    listing = subprocess.run(["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", commit],
+                             capture_output=True, check=True).stdout.split(b"\0")
+    entries = []
+    for entry in filter(None, listing):
+        meta, path = entry.split(b"\t", 1)
+        mode, kind, blob = meta.split()
+        if kind == b"blob" and mode in (b"100644", b"100755"):
+            entries.append((blob, path.decode("utf-8", "surrogateescape")))
+    batch = subprocess.Popen(["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert batch.stdin is not None and batch.stdout is not None
+    for blob, path in entries:
+        batch.stdin.write(blob + b"\n")
+        batch.stdin.flush()
+        header = batch.stdout.readline().split()
+        if header[-1] == b"missing":
+            continue
+        data = batch.stdout.read(int(header[2]))
+        batch.stdout.read(1)  # the newline after the object
+        target = into / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    batch.stdin.close()
+    batch.wait()
 
 
 def _git_dir(repo: str, mirror: Path | None) -> Path:

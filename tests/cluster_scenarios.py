@@ -44,7 +44,8 @@ def settings(out: Path, prefix: str, address: str = "") -> Settings:
 
 
 def rows(config: Settings, name: str = "tree") -> dict:
-    """Every row of the repo's tables, by table, and its manifest (path → content hash)."""
+    """Every row of the repo's tables, by table, its manifest (path → content hash) and each file's
+    parse results (symbols, references, bindings: what reference resolution reads)."""
     db = connect(config)
     info = registry.get_repo(db, name)
     tables = {kind: sorted(([row[c] for c in COLUMNS] for row in registry.open_table(db, info, kind)
@@ -53,8 +54,10 @@ def rows(config: Settings, name: str = "tree") -> dict:
     for table in tables.values():
         for row in table:
             row[-1] = None if row[-1] is None else [float(x) for x in row[-1]]
-    files = registry.open_table(db, info, "files").search().select(["file_path", "sha256"]).limit(None).to_list()
+    files = registry.open_table(db, info, "files").search().select(["file_path", "sha256", "parsed", "bindings"]) \
+        .limit(None).to_list()
     return {"tables": tables, "files": sorted((f["file_path"], f["sha256"]) for f in files),
+            "parses": sorted((f["file_path"], f["parsed"], f["bindings"]) for f in files),
             "indexed": bool(info.indexed_at)}
 
 

@@ -53,6 +53,7 @@ def test_a_two_node_cluster_writes_what_one_box_writes(split):
     for kind, rows in single["tables"].items():
         assert clustered["tables"][kind] == rows, kind  # ids, lines, hashes, reference counts, vectors
     assert clustered["files"] == single["files"] and clustered["indexed"]
+    assert clustered["parses"] == single["parses"] and any(b not in (None, "", "[]") for _, _, b in single["parses"])
 
 
 @pytest.mark.integration

@@ -124,7 +124,7 @@ def test_files_are_read_only_when_size_or_mtime_changed(settings, sample_copy):
     third = index_repo(sample_copy, settings, name="s", progress=False)
     assert (third.changed, third.unchanged) == (1, files - 1)
     assert any(r["qualified_name"] == "Cbrt" for r in snapshot(settings, "s")["classes"].values())
-    manifest = create_tables.RepoTables(db, registry.get_repo(db, "s")).manifest()
+    manifest = create_tables.RepoTables(db, registry.get_repo(db, "s")).file_states()
     assert all(entry.mtime_ns for path, entry in manifest.items() if path != "shop/models.py")
 
 

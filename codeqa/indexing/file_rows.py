@@ -242,6 +242,7 @@ def file_rows(repo: str, file: SourceFile, mtime_ns: int) -> FileRows:
         non_utf8=file.decoded_with_replacement,
         has_errors=parsed.has_errors,
         parsed=parse.to_json(),
+        bindings=parse.bindings_json(),
     )
     by_table: dict[str, list[dict]] = {name: [] for name in ROW_TABLES}
     for row in rows:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from codeqa.core.records import ManifestEntry
+from codeqa.core.records import FileState
 from codeqa.parsing.repo_files import FoundFile, ReadFile, SourceFile
 
 # A file modified this close to the walk is hashed again next run rather than trusted by mtime:
@@ -34,7 +34,7 @@ class IndexPlan:
     change: tuple[ReadFile, ...]
     delete: tuple[str, ...]  # paths with manifest entries or rows but no current file
     unchanged: tuple[FoundFile, ...]
-    restat: tuple[ManifestEntry, ...]  # unchanged content whose new size/mtime to record
+    restat: tuple[FileState, ...]  # unchanged content whose new size/mtime to record
     non_utf8: int  # current files decoded with replacement characters
     deleted_from_manifest: int  # how many of `delete` the manifest lists (the rest are leftovers)
 
@@ -61,7 +61,7 @@ def recorded_mtime(mtime_ns: int, walked_at_ns: int) -> int:
 
 def plan_index(
     found: Sequence[FoundFile],
-    manifest: Mapping[str, ManifestEntry],
+    manifest: Mapping[str, FileState],
     stored_paths: Collection[str],
     read: Callable[[FoundFile], SourceFile | None],
     walked_at_ns: int,
@@ -72,7 +72,7 @@ def plan_index(
     add: list[ReadFile] = []
     change: list[ReadFile] = []
     unchanged: list[FoundFile] = []
-    restat: list[ManifestEntry] = []
+    restat: list[FileState] = []
     non_utf8 = 0
     for file in found:
         entry = manifest.get(file.path)

@@ -253,8 +253,8 @@ class RepoReader:
         return [row for kind in SYMBOL_TABLES for row in self._rows(kind, kept, columns, limit)]
 
     def _parses(self, where: Where) -> list[FileParse]:
-        rows = self._rows("files", where, ["file_path", "language", "parsed"], None)
-        return [FileParse.from_json(r["parsed"], r["file_path"], r["language"]) for r in rows]
+        rows = self._rows("files", where, ["file_path", "language", "parsed", "bindings"], None)
+        return [FileParse.from_json(r["parsed"], r["file_path"], r["language"], r["bindings"]) for r in rows]
 
 
 def _prefiltered(builder: Any, where: Where | None) -> Any:
