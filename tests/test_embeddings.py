@@ -21,6 +21,8 @@ from codeqa.indexing.embeddings import (TOKENIZER_FILE, EmbeddingError, LocalEmb
                                         pick_device)
 from codeqa.core.errors import ConfigError
 
+MINILM = "all-MiniLM-L6-v2"  # the local transformer (the default model is the static one)
+
 
 @pytest.mark.unit
 @pytest.mark.parametrize(("requested", "has_cuda", "device"), [
@@ -70,7 +72,7 @@ def test_settings_read_device_and_max_tokens_from_the_environment(monkeypatch: p
 
 @pytest.mark.integration
 def test_the_cpu_device_runs_the_local_model(tmp_path: Path) -> None:
-    embedder = get_embedder(Settings(data_dir=tmp_path, embedding_device="cpu"))
+    embedder = get_embedder(Settings(data_dir=tmp_path, embedding_model=MINILM, embedding_device="cpu"))
     assert isinstance(embedder, LocalEmbedder) and embedder.device == "cpu"
     fresh = LocalEmbedder(device="cpu")
     assert fresh.dim == 384 and fresh._session is None  # its size is known without loading it
@@ -125,7 +127,7 @@ def test_a_model_file_other_than_the_pinned_one_is_refused(tmp_path: Path) -> No
 @pytest.mark.skipif(cuda_available(), reason="this machine has a GPU: the error is for machines without one")
 def test_asking_for_cuda_without_a_gpu_fails_before_any_embedding(tmp_path: Path) -> None:
     with pytest.raises(EmbeddingError, match="CODEQA_EMBEDDING_DEVICE=cuda"):
-        get_embedder(Settings(data_dir=tmp_path, embedding_device="cuda"))
+        get_embedder(Settings(data_dir=tmp_path, embedding_model=MINILM, embedding_device="cuda"))
 
 
 @pytest.mark.integration
@@ -133,8 +135,8 @@ def test_max_tokens_is_how_much_of_a_text_the_model_reads(tmp_path: Path) -> Non
     """Two texts that differ only after the first 128 tokens embed alike at 128 and apart at 256."""
     head = " ".join(f"value_{n} = compute(value_{n - 1})" for n in range(1, 18))
     texts = [head + " return alpha", head + " raise KeyError('missing order')"]
-    short = get_embedder(Settings(data_dir=tmp_path, embedding_device="cpu", embedding_max_tokens=128))
-    long = get_embedder(Settings(data_dir=tmp_path, embedding_device="cpu", embedding_max_tokens=256))
+    short = get_embedder(Settings(data_dir=tmp_path, embedding_model=MINILM, embedding_device="cpu", embedding_max_tokens=128))
+    long = get_embedder(Settings(data_dir=tmp_path, embedding_model=MINILM, embedding_device="cpu", embedding_max_tokens=256))
     assert short is not long
     tokenizer = Tokenizer.from_file(str(TOKENIZER_FILE))
     tokenizer.no_truncation()

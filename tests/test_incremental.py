@@ -248,7 +248,7 @@ def test_cli_index_list_remove(tmp_path, sample_copy):
     shutil.rmtree(sample_copy / "java")
     assert cli(["index", str(sample_copy), "--name", "shop", "--no-progress"], data).returncode == 0
     listed = cli(["list"], data)
-    assert listed.returncode == 0 and "shop" in listed.stdout and "local:all-MiniLM-L6-v2" in listed.stdout
+    assert listed.returncode == 0 and "shop" in listed.stdout and "local:codeqa-static" in listed.stdout
     unknown = cli(["remove", "nope"], data)
     assert unknown.returncode == 1 and "Unknown repo 'nope'" in unknown.stderr
     assert cli(["remove", "shop"], data).returncode == 0

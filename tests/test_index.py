@@ -12,7 +12,8 @@ from codeqa.store.errors import ModelMismatchError, StaleIndexError
 from conftest import SAMPLE_REPO
 from codeqa.parsing.languages import file_role
 from codeqa.indexing.indexer import index_repo, resolve_repo_name
-from codeqa.indexing.embeddings import LocalEmbedder
+from codeqa.indexing.static_embedder import DIM as STATIC_DIM
+from codeqa.indexing.static_embedder import StaticEmbedder
 
 pytestmark = pytest.mark.integration
 
@@ -71,7 +72,7 @@ def test_rows_carry_the_data_model(sample):
     assert cart_add["code"].startswith("    @log_calls") or cart_add["code"].startswith("@log_calls")
     assert cart_add["doc"] == "Add quantity of product to the cart."
     assert cart_add["language"] == "python" and cart_add["repo"] == "sample"
-    assert len(cart_add["vector"]) == 384
+    assert len(cart_add["vector"]) == STATIC_DIM
     assert np.isclose(np.linalg.norm(cart_add["vector"]), 1.0, atol=1e-3)
 
     cart = one(sample["classes"], "shop/models.py", "Cart")
@@ -185,7 +186,7 @@ def test_model_mismatch_is_refused(settings, tmp_path):
         index_repo(root, settings, progress=False)
     report = index_repo(root, settings, progress=False, rebuild=True)
     assert report.added == 1
-    assert registry.get_repo(db, "repo").embedding_model == LocalEmbedder().model_id == "local:all-MiniLM-L6-v2-int8"
+    assert registry.get_repo(db, "repo").embedding_model == StaticEmbedder().model_id
 
 
 def test_sample_repo_is_untouched_by_indexing():
@@ -230,13 +231,13 @@ def test_file_rows_hold_doc_imports_names_and_the_whole_file_for_bm25(sample):
     assert de["imports"] == ["../cart"] and de["top_level_names"] == ["locale.ordinal"]
     assert de["code"].startswith("import { registerLocale } from '../cart'")
     assert "dezember" in de["file_text"].split() and "registerlocale" in de["file_text"].split()
-    assert len(de["vector"]) == 384 and de["role"] == "source"
+    assert len(de["vector"]) == STATIC_DIM and de["role"] == "source"
     chunks = sorted((r for r in sample["modules"] if r["file_path"] == "web/js/locale/de.js"
                      and r["kind"] == "module"), key=lambda r: r["start_line"])
     assert len(chunks) >= 2
     for chunk in chunks:
         assert chunk["code"] == "\n".join(lines[chunk["start_line"] - 1:chunk["end_line"]])
-        assert chunk["file_text"] == "" and len(chunk["vector"]) == 384
+        assert chunk["file_text"] == "" and len(chunk["vector"]) == STATIC_DIM
     readme = one(sample["modules"], "README.md", "README.md", kind="file")
     assert readme["role"] == "docs" and "Sample Shop" in readme["top_level_names"]
     assert "multi" in readme["file_text"].split()

@@ -69,7 +69,7 @@ def test_an_agent_indexes_a_fresh_repository_follows_it_searches_edits_and_refre
         assert (status["searchable"], status["embedded_percent"], status["files"], status["skipped"]) == (
             True, 100, 32, {"vcs": 1})
         assert (status["job"]["phase"], status["job"]["added"], status["error"]) == ("done", 32, None)
-        assert status["model"] == "local:all-MiniLM-L6-v2-int8" and status["last_indexed"] > 0
+        assert status["model"].startswith("local:codeqa-static-") and status["last_indexed"] > 0
         percents = [value for value, _, _ in progress]
         assert percents and percents == sorted(set(percents)) and percents[-1] <= 100  # only ever growing
         assert all(total == 100 and message.startswith("shop: ") for _, total, message in progress)

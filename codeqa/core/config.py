@@ -182,8 +182,9 @@ class Settings:
     )
     embedding_model: str = setting(
         "CODEQA_EMBEDDING_MODEL",
-        "all-MiniLM-L6-v2",
-        "local provider: a shipped model by name, or the path of an ONNX export of your own (a file, or a "
+        "codeqa-static",
+        "local provider: a shipped model by name (`codeqa-static`, the static code model; the transformers "
+        "`all-MiniLM-L6-v2` and `codeqa-matcher`), or the path of an ONNX export of your own (a file, or a "
         "folder holding `model.onnx`, as `training/export_onnx.py` writes); openai provider: e.g. "
         "`text-embedding-3-large`, or an Ollama model name",
     )
@@ -202,13 +203,13 @@ class Settings:
     embedding_device: str = setting(
         "CODEQA_EMBEDDING_DEVICE",
         "auto",
-        "local model: `auto` (CUDA when onnxruntime-gpu is installed, else the CPU), `cpu` or `cuda`",
+        "local transformer: `auto` (CUDA when onnxruntime-gpu is installed, else the CPU), `cpu` or `cuda`",
         choice(("auto", "cpu", "cuda")),
     )
     embedding_max_tokens: int = setting(
         "CODEQA_EMBEDDING_MAX_TOKENS",
         128,
-        "local model: tokens it reads of each text, rows and queries alike (1–512)",
+        "local transformer: tokens it reads of each text, rows and queries alike (1–512)",
         integer(),
     )
 

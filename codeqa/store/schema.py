@@ -24,7 +24,9 @@ import pyarrow as pa
 #    prototypes and in-class method declarations are rows now.
 # 5: a file's bindings kept apart from its other parse results (column `bindings`), so a run learns
 #    the repo's types without reading every reference; rows parsed on every core.
-INDEX_VERSION = 5
+# 6: vectors from the static code model (`codeqa-static`, 256-d) by default, written with their
+#    rows as they are parsed.
+INDEX_VERSION = 6
 ROW_TABLES = ("methods", "classes", "modules")  # tables of searchable rows, with vectors
 SYMBOL_TABLES = ("methods", "classes")  # tables of definitions (and docs sections): references point at them
 TABLE_KINDS = (*ROW_TABLES, "files")
