@@ -11,8 +11,8 @@ measurements, each on the same two cores, so they show the cluster's overhead, n
   (a hash of the text: `complete_bench.HashEmbeddings`) so that the model does not drown the rest;
 - parsing alone: files per second through this box's pool and through the cluster's tasks (the
   driver reading and shipping every file's bytes), twice each, alternated;
-- embedding `--texts` of the index's rows with the local model: this process on both cores, and
-  the cluster's nodes (`cluster.ClusterEmbedder`), texts per second.
+- embedding `--texts` of the index's rows with the local transformer (int8 all-MiniLM-L6-v2): this
+  process on both cores, and the cluster's nodes (`cluster.ClusterEmbedder`), texts per second.
 Not a test: numbers go to docs/benchmarks.md.
 """
 
@@ -133,7 +133,9 @@ def measure(args: argparse.Namespace, root: Path, data: Path, nodes: LoopbackClu
         result["single"] = index_once(root, settings(data, "single", stub))
         result["cluster"] = index_once(root, settings(data, "cluster", stub, nodes.address))
         texts = row_texts(settings(data, "single", stub), args.texts)
-    local = Settings(data_dir=data / "embed", local_llm=False, cluster=nodes.address)
+    # the local transformer (the default static model embeds inline, in the parse tasks)
+    local = Settings(data_dir=data / "embed", local_llm=False, cluster=nodes.address,
+                     embedding_model="all-MiniLM-L6-v2")
     result["embed_texts"] = len(texts)
     result["embed_single_per_s"] = embed_rate(get_embedder(local), texts)
     result["embed_cluster_per_s"] = embed_rate(ClusterEmbedder(local, get_embedder(local)), texts)

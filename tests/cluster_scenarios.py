@@ -37,10 +37,13 @@ COLUMNS = ["id", "file_path", "kind", "qualified_name", "start_line", "end_line"
 WRITE_BATCH = 32  # files per write: several batches, each of two tasks
 
 
-def settings(out: Path, prefix: str, address: str = "") -> Settings:
-    """The local transformer model, named (not inline: its vectors are filled by embedding tasks)."""
+TRANSFORMER = "all-MiniLM-L6-v2"  # not inline: its vectors are filled by embedding tasks (`ClusterEmbedder`)
+STATIC = "codeqa-static"  # the default, inline: the parse tasks embed the rows they make
+
+
+def settings(out: Path, prefix: str, address: str = "", model: str = TRANSFORMER) -> Settings:
     return Settings(data_dir=out / prefix, lancedb_uri=f"s3://{BUCKET}/{prefix}", local_llm=False,
-                    write_batch=WRITE_BATCH, cluster=address, embedding_model="all-MiniLM-L6-v2")
+                    write_batch=WRITE_BATCH, cluster=address, embedding_model=model)
 
 
 def rows(config: Settings, name: str = "tree") -> dict:
@@ -121,22 +124,25 @@ def cli(args: list[str]) -> tuple[int, str]:
 
 def no_cpu_left(out: Path, nodes: LoopbackCluster) -> dict:
     """The head has no CPU and the only worker node dies mid-run: `codeqa index --cluster` fails
-    with one line and leaves a consistent index; the next run (a new node joined) finishes it."""
+    with one line and leaves a consistent index; the next run (a new node joined) finishes it.
+    With the default model (static, inline): its vectors are made in the parse tasks."""
     nodes.start_head(cpus=0)
     worker = nodes.add_node(cpus=1)
     nodes.connect(2)
     repo = tree(out / "tree")
     os.environ.update({"CODEQA_DATA_DIR": str(out / "cli"), "CODEQA_LANCEDB_URI": f"s3://{BUCKET}/cli",
-                       "CODEQA_LOCAL_LLM": "0", "CODEQA_WRITE_BATCH": str(WRITE_BATCH)})
+                       "CODEQA_LOCAL_LLM": "0", "CODEQA_WRITE_BATCH": str(WRITE_BATCH),
+                       "CODEQA_EMBEDDING_MODEL": STATIC})
     kill_after_first_batch(worker)
     failed = cli(["index", str(repo), "--name", "tree", "--no-progress", "--cluster", nodes.address])
-    after_failure = rows(settings(out, "cli"))
+    after_failure = rows(settings(out, "cli", model=STATIC))
     nodes.add_node(cpus=1)
     nodes.connect(2)
     finished = cli(["index", str(repo), "--name", "tree", "--no-progress", "--cluster", nodes.address])
-    index_repo(repo, settings(out, "single"), name="tree", progress=False)
+    index_repo(repo, settings(out, "single", model=STATIC), name="tree", progress=False)
     return {"failed": failed, "after_failure": after_failure, "finished": finished,
-            "rerun": rows(settings(out, "cli")), "single": rows(settings(out, "single"))}
+            "rerun": rows(settings(out, "cli", model=STATIC)),
+            "single": rows(settings(out, "single", model=STATIC))}
 
 
 SCENARIOS = {"split_and_lose_a_node": split_and_lose_a_node, "no_cpu_left": no_cpu_left}

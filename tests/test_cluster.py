@@ -69,7 +69,8 @@ def test_a_run_that_loses_its_worker_node_still_writes_the_same_index(split):
 def test_a_run_left_without_cpus_fails_in_one_line_and_the_next_run_finishes(tmp_path):
     """The only node with a CPU dies mid-run: `codeqa index --cluster` stops with one line and
     status 1; what it wrote is whole files only (each with all its rows), the repo is not yet
-    searchable (its first run did not finish), and the next run, with a new node, finishes it."""
+    searchable (its first run did not finish), and the next run, with a new node, finishes it.
+    The model is the default, inline one: the nodes' parse tasks give the rows their vectors."""
     result = run_scenario("no_cpu_left", tmp_path)
     status, stderr = result["failed"]
     assert status == 1 and stderr.count("\n") == 1
@@ -84,6 +85,7 @@ def test_a_run_left_without_cpus_fails_in_one_line_and_the_next_run_finishes(tmp
     assert set(manifest) == set(written) and all(manifest[p] == sha for p, sha in single["files"] if p in manifest)
     assert result["finished"] == [0, ""]
     assert result["rerun"] == single
+    assert all(row[-1] is not None for table in single["tables"].values() for row in table)  # embedded inline
 
 
 @pytest.mark.unit

@@ -138,6 +138,14 @@ def _check_answers(address: str) -> None:
         ) from exc
 
 
+def check(address: str) -> None:
+    """What every run configured for a cluster checks first, even one too small to use it (a
+    one-file re-index, an inline model): Ray is installed and something answers at `address`,
+    so a wrong --cluster is said in one line, never ignored. Cheap: no `ray.init`."""
+    _import_ray()
+    _check_answers(address)
+
+
 _connected = {"address": ""}  # the cluster this process joined
 
 

@@ -25,10 +25,14 @@ def open_parsers(repo: str, settings: Settings, walked_at_ns: int, files: int, e
 def index_embedder(settings: Settings) -> Embedder:
     """The embedder an index run fills vectors with: the configured one, run on the cluster's
     nodes when a cluster is configured and the model is a local one that is not inline (an
-    inline model embeds in the parse tasks already; an endpoint scales on its own)."""
+    inline model embeds in the parse tasks already; an endpoint scales on its own). A run with a
+    cluster configured checks it answers first, whether or not it will use it (`cluster.check`)."""
     local = get_embedder(settings)
-    if not settings.cluster or settings.embedding_provider != "local" or local.inline:
+    if not settings.cluster:
         return local
-    from codeqa.indexing.cluster import ClusterEmbedder
+    from codeqa.indexing.cluster import ClusterEmbedder, check
 
+    check(settings.cluster)
+    if settings.embedding_provider != "local" or local.inline:
+        return local
     return ClusterEmbedder(settings, local)
