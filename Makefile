@@ -8,7 +8,7 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
 REPO ?= tests/fixtures/sample_repo
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: setup setup-dev browser run index serve lint test test-fast bench eval eval-full clean
+.PHONY: setup setup-dev browser redis namespaces run index serve lint test test-fast bench eval eval-full clean
 
 # The runtime (`make run`): requirements.txt, no torch. The tests, benchmarks and evals add
 # requirements-dev.txt, which brings the train extra (torch, sentence-transformers) too.
@@ -24,7 +24,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt requirements-train.txt
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt requirements-train.txt requirements-cluster.txt
 	@echo "setup-dev: torch's CPU wheel first (an unpinned resolve pulls several GB of CUDA packages)"
 	$(PY) -m pip install --quiet torch==2.13.0
 	@echo "setup-dev: the train extra and the test, eval and benchmark tools (requirements-dev.txt)"
@@ -36,6 +36,20 @@ browser:
 	@test -x $(CHROMIUM) || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "Chromium is needed for the browser tests: sudo apt-get install -y chromium" >&2; exit 1; fi; }
+
+# The two-instance tests (tests/test_two_apps.py) share Debian's redis-server, started on loopback by them.
+REDIS_SERVER ?= /usr/bin/redis-server
+redis:
+	@test -x $(REDIS_SERVER) || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; \
+	  else echo "redis-server is needed for the two-instance tests: sudo apt-get install -y redis-server" >&2; exit 1; fi; }
+
+# The Ray cluster tests (tests/test_cluster.py) run their nodes in network and PID namespaces of
+# their own, as root: `unshare` (util-linux) and `ip` (iproute2) to bring their loopback up.
+namespaces:
+	@command -v ip >/dev/null && command -v unshare >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq iproute2 util-linux >/dev/null; \
+	  else echo "iproute2 and util-linux are needed for the cluster tests: sudo apt-get install -y iproute2" >&2; exit 1; fi; }
 
 index: setup
 	$(PY) preprocessing.py index $(REPO)
@@ -51,7 +65,7 @@ lint: setup-dev
 	$(PY) -m ruff format --check
 	$(PY) -m mypy
 
-test: setup-dev browser lint
+test: setup-dev browser redis namespaces lint
 	$(PY) -m pytest
 
 test-fast: setup-dev

@@ -16,6 +16,7 @@ import logging
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 
 from codeqa.core.config import Settings
 from codeqa.core.errors import printable, printable_lines, run_cli
@@ -159,6 +160,13 @@ def build_parser(prog: str = "preprocessing.py") -> argparse.ArgumentParser:
     commands.add_parser("list", help="list indexed repos")
     remove = commands.add_parser("remove", help="delete a repo's index")
     remove.add_argument("name", help="the repo's name, as `list` shows it")
+    for command in (index, watch):
+        command.add_argument(
+            "--cluster",
+            metavar="ADDRESS",
+            help="parse and embed on the Ray cluster whose head is at HOST:PORT (default: CODEQA_CLUSTER, "
+            "else this machine); this process still writes the index",
+        )
     for command in (index, remove):
         command.add_argument(
             "--wait",
@@ -234,7 +242,10 @@ def main(argv: list[str] | None = None, prog: str = "preprocessing.py") -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """The subcommand's work; `main` reports the errors a user can act on."""
-    services = Services(Settings.from_env())
+    settings = Settings.from_env()
+    if getattr(args, "cluster", None):
+        settings = replace(settings, cluster=args.cluster)
+    services = Services(settings)
     if args.command == "index" and args.dry_run:
         print(_format_preview(preview_index(args.path, services.settings.max_file_bytes)))
         return 0

@@ -165,6 +165,13 @@ class Settings:
         "files per atomic write (bounds memory and what a crash can lose)",
         integer(1, what="a whole number of files, at least 1"),
     )
+    cluster: str = setting(
+        "CODEQA_CLUSTER",
+        "",
+        "a Ray cluster (`HOST:6379`) whose nodes parse and embed an index run's files (`pip install "
+        "codeqa[cluster]`; `codeqa index --cluster`); this process stays the one writer",
+        shown="(this machine)",
+    )
 
     # Embeddings: the local model shipped in wheels, or any OpenAI-compatible /v1/embeddings endpoint.
     embedding_provider: str = setting(

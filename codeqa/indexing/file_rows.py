@@ -31,7 +31,7 @@ from codeqa.parsing.languages import (
     table_of,
 )
 from codeqa.parsing.module_code import chunks_with_rows, file_head, line_chunks
-from codeqa.parsing.repo_files import ReadFile, SourceFile, read_source
+from codeqa.parsing.repo_files import ReadFile, SourceFile, read_source, source_from_bytes
 from codeqa.parsing.treesitter import ParsedFile, parse_source
 from codeqa.store.rows import embedding_text, file_text, prepare_row
 from codeqa.store.schema import ROW_TABLES
@@ -251,12 +251,18 @@ def file_rows(repo: str, file: SourceFile, mtime_ns: int) -> FileRows:
 
 
 def parse_file(
-    repo: str, planned: ReadFile, max_file_bytes: int, walked_at_ns: int, embedder: Embedder | None = None
+    repo: str,
+    planned: ReadFile,
+    max_file_bytes: int,
+    walked_at_ns: int,
+    embedder: Embedder | None = None,
+    data: bytes | None = None,
 ) -> FileRows | str:
-    """Read a planned file again and parse it into rows, with their vectors when `embedder` is
-    given (an inline one: `Embedder.inline`); the reason it is skipped when its content now
-    rules it out (it changed or went away since the plan was made). Runs in a worker process."""
-    source = read_source(planned, max_file_bytes)
+    """Read a planned file again (or take its bytes, `data`, read where the file is) and parse it
+    into rows, with their vectors when `embedder` is given (an inline one: `Embedder.inline`);
+    the reason it is skipped when its content now rules it out (it changed or went away since
+    the plan was made). Runs in a worker process, or on a cluster's node."""
+    source = read_source(planned, max_file_bytes) if data is None else source_from_bytes(planned, data, max_file_bytes)
     if isinstance(source, str):
         return source
     parsed = file_rows(repo, source, recorded_mtime(source.mtime_ns, walked_at_ns))

@@ -26,12 +26,12 @@ import numpy as np
 from codeqa.core.config import Settings
 from codeqa.core.errors import CodeQAError
 from codeqa.core.records import FileParse, RepoInfo, RepoStats
-from codeqa.indexing.embeddings import Embedder, EmbeddingError, get_embedder
+from codeqa.indexing.embeddings import Embedder, EmbeddingError
+from codeqa.indexing.executors import index_embedder, open_parsers
 from codeqa.indexing.file_rows import FileRows, text_fallback_notice
 from codeqa.indexing.index_plan import IndexPlan, plan_index
 from codeqa.indexing.progress import Progress, StageListener
 from codeqa.indexing.vectors import embedding_batches, reuse_vectors
-from codeqa.indexing.workers import Parsers
 from codeqa.parsing.languages import (
     CONSTRUCTOR_CALLS,
     table_of,
@@ -218,7 +218,7 @@ def index_repo(
             db,
             lock,
             started,
-            embedder or get_embedder(settings),
+            embedder or index_embedder(settings),
             on_progress,
         )
 
@@ -409,12 +409,12 @@ def _write_files(
     listener: StageListener,
 ) -> None:
     """Parse and write the files that changed, a batch at a time (while the lock is ours), the
-    parsing on every core (`workers.Parsers`). Rows whose text is unchanged keep their vector;
-    the others get theirs in `fill_vectors`."""
+    parsing on every core, or a cluster's (`executors.open_parsers`). Rows whose text is
+    unchanged keep their vector; the others get theirs in `fill_vectors`."""
     bar = Progress("Parsing", len(todo), "file", progress, listener)
     size = settings.write_batch
     batches = [todo[start : start + size] for start in range(0, len(todo), size)]
-    parsers = Parsers(report.name, settings, walked_at, len(todo), embedder if embedder.inline else None)
+    parsers = open_parsers(report.name, settings, walked_at, len(todo), embedder if embedder.inline else None)
     try:
         with parsers:
             parsed_batches = parsers.batches(batches, bar.update)

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from functools import partial
+from typing import Protocol
 
 from codeqa.core.config import Settings
 from codeqa.indexing.embeddings import Embedder, get_embedder
@@ -23,6 +24,21 @@ POOL_MIN_FILES = 64  # fewer files than this are parsed in the run's own process
 CHUNK_FILES = 16  # files per task a worker takes at a time
 
 Parsed = FileRows | str  # a file's rows, or why it was skipped
+
+
+class ParsePool(Protocol):
+    """Where an index run's files are parsed (and, with an inline embedder, embedded): this
+    machine's cores (`Parsers`) or a Ray cluster's (`cluster.RayParsers`); `executors.open_parsers`
+    picks one from the settings. The run's own process stays the one writer either way."""
+
+    def __enter__(self) -> ParsePool: ...
+
+    def __exit__(self, *exc_info: object) -> None: ...
+
+    def batches(self, batches: Iterable[Sequence[ReadFile]], done: Callable[[int], None]) -> Iterator[list[Parsed]]:
+        """Each batch's results in order (a file's rows, or why it was skipped), `done(n)` told
+        as files are parsed; the next batches may be parsed while the caller writes this one."""
+        ...
 
 
 def _parse_chunk(

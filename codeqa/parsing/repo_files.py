@@ -493,11 +493,22 @@ class ChangeFilter:
 
 def read_source(found: FoundFile, max_file_bytes: int) -> SourceFile | str:
     """Read, sniff and decode one found file: the source, or the reason it is skipped."""
+    data = read_bytes(found, max_file_bytes)
+    return "unreadable" if data is None else source_from_bytes(found, data, max_file_bytes)
+
+
+def read_bytes(found: FoundFile, max_file_bytes: int) -> bytes | None:
+    """A found file's bytes, one past `max_file_bytes` at most (so "too large" can be told); None
+    when it can't be read. A cluster's driver ships these to nodes that can't see its disk."""
     try:
         with open(found.abs_path, "rb") as handle:
-            data = handle.read(max_file_bytes + 1)
+            return handle.read(max_file_bytes + 1)
     except OSError:
-        return "unreadable"
+        return None
+
+
+def source_from_bytes(found: FoundFile, data: bytes, max_file_bytes: int) -> SourceFile | str:
+    """Sniff and decode a found file's bytes (`read_bytes`): the source, or why it is skipped."""
     if len(data) > max_file_bytes:
         return "too_large"
     encoding = bom_encoding(data)

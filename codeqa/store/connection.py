@@ -7,10 +7,12 @@ settings or printing help never pays for it.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
 from codeqa.core.config import Settings
+from codeqa.store.errors import IndexStoreError
 from codeqa.store.lancedb_import import lancedb_module
 
 if TYPE_CHECKING:
@@ -24,8 +26,28 @@ SETTLE_SECONDS = 0.05  # this far apart, before it is taken for what a killed ru
 
 
 def connect(settings: Settings) -> lancedb.DBConnection:
-    """The LanceDB database at `settings.database_uri` (a folder, `s3://`, `gs://`, `az://`)."""
-    return lancedb_module().connect(settings.database_uri)
+    """The LanceDB database at `settings.database_uri` (a folder, `s3://`, `gs://`, `az://`); a
+    store that refuses (no such bucket, wrong credentials) is one line, not LanceDB's page."""
+    uri = settings.database_uri
+    try:
+        return lancedb_module().connect(uri)
+    except (ValueError, OSError, RuntimeError) as exc:
+        if "://" not in uri:
+            raise  # a local folder: the disk's own errors say what is wrong (`core.errors`)
+        raise IndexStoreError(
+            f"The index at {uri} can't be reached ({refusal(str(exc))}): check CODEQA_LANCEDB_URI and the "
+            "storage's settings (AWS_*, GOOGLE_*, AZURE_*)."
+        ) from exc
+
+
+def refusal(error: str) -> str:
+    """What object storage said, out of LanceDB's error text: the service's code and message
+    (`NoSuchBucket: The specified bucket does not exist`), else its HTTP status, else the first line."""
+    said = re.search(r"<Code>([^<]+)</Code>\s*<Message>([^<]*)</Message>", error)
+    if said:
+        return f"{said.group(1)}: {said.group(2)}"
+    status = re.search(r"status: (\d{3})", error)
+    return f"HTTP {status.group(1)}" if status else error.strip().splitlines()[0][:200]
 
 
 def table_names(db: lancedb.DBConnection) -> set[str]:
