@@ -85,6 +85,7 @@ def answer_row(item: Item, events: list[tuple[str, dict, float]], context: str, 
     notices: list[dict] = []
     errors: list[str] = []
     done: dict = {}
+    listed: dict | None = None  # the `facts` event: a structural question's exact lookup
     ended = started
     for name, data, at in events:
         ended = at
@@ -95,6 +96,8 @@ def answer_row(item: Item, events: list[tuple[str, dict, float]], context: str, 
             sources = [{k: s[k] for k in SOURCE_KEYS if k in s} for s in data.get("results", []) if isinstance(s, dict)]
         elif name == "notice":
             notices.append(data)
+        elif name == "facts":
+            listed = data
         elif name == "error":
             errors.append(data.get("message", ""))
         elif name == "done":
@@ -105,7 +108,18 @@ def answer_row(item: Item, events: list[tuple[str, dict, float]], context: str, 
         "answer": answer, "sources": sources, "context": context, "notices": notices, "errors": errors,
         "first_token_s": (first - started) if first is not None else None, "total_s": ended - started,
         "prompt_tokens": done.get("prompt_tokens"), **score_row(item, answer, context),
+        "facts_list": listed, "facts_list_has_fact": score_row(item, facts_text(listed), "")["answer_has_fact"]
+        if listed else None,
     }
+
+
+def facts_text(listed: dict | None) -> str:
+    """The `facts` event's list as text the scorer reads: each item's name and `path:line` (its
+    call or import line, and its range), as the page shows them."""
+    if not listed:
+        return ""
+    return "\n".join(f"`{i['name']}` {i['file_path']}:{i['line']} {i['file_path']}:{i['start_line']}-{i['end_line']}"
+                     for i in listed.get("items", []))
 
 
 def rescore(run: dict, items: dict[str, Item]) -> None:
@@ -125,9 +139,12 @@ def timings_line(run: dict) -> str:
 
     loads = [r["load_1min"] for r in run["rows"] if r.get("load_1min") is not None]
     rss = run.get("server_peak_rss_mb")
+    listed = [r for r in run["rows"] if r.get("facts_list")]
     return (f"first token p50 / p95 {seconds('first_token_s')}; whole answer p50 / p95 {seconds('total_s')}; "
             f"server peak RSS {f'{rss:.0f} MB' if rss else '–'}; "
-            f"1-minute load median {f'{percentile(loads, 0.5):.1f}, max {max(loads):.1f}' if loads else '–'}")
+            f"1-minute load median {f'{percentile(loads, 0.5):.1f}, max {max(loads):.1f}' if loads else '–'}; "
+            f"an index lookup's list shown for {len(listed)} questions, holding a gold fact in "
+            f"{sum(bool(r['facts_list_has_fact']) for r in listed)}")
 
 
 def report_tables(run: dict, groupings: tuple[str, ...] = GROUPINGS) -> str:
