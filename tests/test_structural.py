@@ -140,6 +140,11 @@ def test_the_answer_opens_from_the_source_that_holds_the_first_item_else_from_th
     assert opening_source(sources, elsewhere) == 1  # the list's code was not packed: the best code
     assert '"According to [2], "' in answer_grammar(2)
     assert "According" not in answer_grammar(None)
+    facts = callers_of_add()
+    facts.target_name = "Cart.add"
+    assert facts.lead() == "`Cart.add` is called by "
+    assert 'root ::= "According to [2], `Cart.add` is called by " text' in answer_grammar(2, facts.lead())
+    assert 'root ::= "According to [1], say \\"hi\\" " text' in answer_grammar(1, 'say "hi" ')
 
 
 @pytest.mark.unit
@@ -245,4 +250,4 @@ def test_the_embedded_models_answer_to_what_calls_opens_from_the_callers_code(
         for s in numbered_sources(stored.text).values()
         if s.path == first["file_path"] and s.start <= first["line"] <= s.end
     ]
-    assert holding and answer_text(events).startswith(f"According to [{holding[0].citation}], ")
+    assert holding and answer_text(events).startswith(f"According to [{holding[0].citation}], `Cart.add` is called by ")

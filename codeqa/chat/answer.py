@@ -251,9 +251,10 @@ def cited_files(answer: str, sources: dict[int, Source]) -> set[str]:
 ANSWER_DECODING = Decoding(temperature=0.2, top_p=0.95, repeat_penalty=1.1, stop=("\n\nAccording to",))
 
 
-def answer_grammar(opening: int | None) -> str:
+def answer_grammar(opening: int | None, lead: str = "") -> str:
     """The llama.cpp grammar the embedded model's answer follows. With sources given, it opens from
-    source `opening`, `According to [n], `, and may cite any other after that (asked in the
+    source `opening`, `According to [n], `, then `lead` (a structural question's "`X` is called
+    by "), and may cite any other after that (asked in the
     prompt only, the 0.5B model cited in 2 answers of 8; made to end on a citation, it rambled on
     to reach one; left to pick the opening number itself, it named a gold file less often than
     the search's first source is one: docs/answers.md). No number is followed by `|`: that is a
@@ -262,7 +263,8 @@ def answer_grammar(opening: int | None) -> str:
     text = "( [^0-9] | [0-9]+ [^0-9|] )* [0-9]*"
     if opening is None:
         return f"root ::= [^\\[ \\t\\n0-9#|] text\ntext ::= {text}\n"
-    return f'root ::= "According to [{opening}], " text\ntext ::= {text}\n'
+    literal = f"According to [{opening}], {lead}".replace("\\", "\\\\").replace('"', '\\"')
+    return f'root ::= "{literal}" text\ntext ::= {text}\n'
 
 
 def opening_source(sources: dict[int, Source], facts: IndexFacts | None) -> int | None:
@@ -509,7 +511,9 @@ class ChatService:
         limit = answer_token_limit(parsed.question or turn.message, self.budget.answer_tokens)
         yield "status", {"stage": "answer", "state": "start", "ms": None, "detail": ""}
         started = time.perf_counter()
-        decoding = replace(ANSWER_DECODING, grammar=answer_grammar(opening_source(sources, facts)))
+        opening = opening_source(sources, facts)
+        lead = facts.lead() if facts and opening is not None else ""
+        decoding = replace(ANSWER_DECODING, grammar=answer_grammar(opening, lead))
         stream = self.llm.stream("chat", messages, max_tokens=limit, decoding=decoding)
         citations, guard = Citations(sources), LoopGuard()
         looping = False

@@ -147,6 +147,7 @@ class IndexFacts:
     label: str  # who brought the spans and sources ("what calls Cart.add")
     target: str = ""  # the definition asked about, `Name (path:start-end)`; the module for imports
     target_at: tuple[str, int] | None = None  # that definition's file and first line
+    target_name: str = ""  # its qualified name
     items: list[FactItem] = field(default_factory=list)
     total: int = 0  # items found, before MAX_ITEMS
     external: list[str] = field(default_factory=list)  # callees: called names not resolved to a definition
@@ -187,6 +188,20 @@ class IndexFacts:
             return f"{where} `{item.text}`"
         note = f" ({item.note})" if item.note else ""
         return f"`{item.name}` at {where}{note}"
+
+    def lead(self) -> str:
+        """The words the answer goes on with after its opening citation, which set the model to
+        restate the list: "`Cart.add` is called by ", "`checkout` calls ". Measured on the fact
+        eval's structural questions (docs/answers.md): told the list only, the 0.5B model often
+        named the target instead of its callers, or the wrong direction."""
+        name = self.target_name or self.ask.name
+        return {
+            "callers": f"`{name}` is called by ",
+            "uses": f"`{name}` is used by ",
+            "callees": f"`{name}` calls ",
+            "definition": f"`{name}` is defined in ",
+            "imports": f"`{name}` is imported by ",
+        }[self.ask.kind]
 
     def anchor(self) -> tuple[str, int] | None:
         """The file and line of the code that holds the answer, which the answer should open
@@ -233,6 +248,7 @@ def look_up(lookup: Lookup, ask: Ask, rank: float) -> IndexFacts:
     row = rows[0]
     facts.target = f"`{row['qualified_name']}` ({row['file_path']}:{row['start_line']}-{row['end_line']})"
     facts.target_at = (row["file_path"], row["start_line"])
+    facts.target_name = row["qualified_name"]
     (_callees if ask.kind == "callees" else _callers)(lookup, facts, row, rank)
     return facts
 
