@@ -251,3 +251,12 @@ def test_the_embedded_models_answer_to_what_calls_opens_from_the_callers_code(
         if s.path == first["file_path"] and s.start <= first["line"] <= s.end
     ]
     assert holding and answer_text(events).startswith(f"According to [{holding[0].citation}], `Cart.add` is called by ")
+
+
+@pytest.mark.integration
+def test_what_a_function_calls_lists_the_names_it_cannot_resolve_too(services, scripted):
+    _, llm = scripted
+    listed = facts_event(ask(services, "@codebase What does `Cart.cheapest` call?"))
+    assert listed["kind"] == "callees" and listed["items"] == []
+    assert {"list", "min", "values"} <= set(listed["external"])
+    assert "Also called (not resolved to one definition here): " in llm.requests[-1]["messages"][0]["content"]

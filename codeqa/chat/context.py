@@ -151,9 +151,11 @@ class ContextBuilder:
     @staticmethod
     def _structural(lookup: Lookup, question: str, rank: float) -> IndexFacts | None:
         """The exact lookup of a structural question ("what calls X?"), when the question is one
-        and the lookup finds something; else None, and the search alone answers."""
+        and the lookup finds something (for what X calls, names it could not resolve count: Koa's
+        `app.callback()` calls only `this.` methods and an import); else None, and the search
+        alone answers."""
         ask = recognise(question) if question else None
         if ask is None:
             return None
         found = look_up(lookup, ask, rank)
-        return found if found.items else None
+        return found if found.items or found.external else None

@@ -496,6 +496,9 @@ function showFacts(parts, facts) {
       h("p", { class: "facts-title", text: `From the index: ${shown(facts.title)}` }),
       h("ol", { class: "facts-items" }, ...items),
       more > 0 ? h("p", { class: "facts-more", text: `+ ${more} more` }) : null,
+      facts.external?.length
+        ? h("p", { class: "facts-more", text: `Also called: ${facts.external.map(shown).join(", ")}` })
+        : null,
     ),
   );
 }
