@@ -249,7 +249,7 @@ class Settings:
         "CODEQA_LOCAL_LLM_MODEL",
         "",
         "a GGUF file of your own for the embedded server, or `qwen2.5-coder-1.5b`: the bigger shipped model "
-        "(the `bigger-llm` extra; ~3× slower to a first token, docs/answers.md)",
+        "(the `bigger-llm` extra; better answers, ~3× the arithmetic per token and ~2 GB of memory, docs/answers.md)",
         shown="(the bundled Qwen2.5-Coder-0.5B)",
     )
     local_context_tokens: int = setting(
