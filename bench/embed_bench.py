@@ -27,7 +27,7 @@ import numpy as np
 
 from codeqa.store.rows import embedding_text
 from codeqa.indexing.embeddings import LocalEmbedder, local_model
-from codeqa.indexing.indexer import file_rows
+from codeqa.indexing.file_rows import file_rows
 from codeqa.parsing.repo_files import walk_repo
 from bench.index_bench import CACHE, fetch_source
 

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from codeqa.indexing import indexer
+from codeqa.indexing.file_rows import file_rows
 from codeqa.core.config import Settings
 from codeqa.core.records import RepoStats
 
@@ -59,7 +60,7 @@ def bench_parse(root: Path, repeat: int = 3) -> dict:
 
 def _parse_once(root: Path) -> dict:
     """Every file but prose docs (code, and configuration and other text: their rows are built
-    here too), timed as `indexer.file_rows` builds its rows."""
+    here too), timed as `file_rows.file_rows` builds its rows."""
     from codeqa.parsing.languages import DOC_LANGUAGES
     from codeqa.parsing.references import resolve_references
     from codeqa.parsing.repo_files import walk_repo
@@ -70,7 +71,7 @@ def _parse_once(root: Path) -> dict:
     symbols, files = [], []
     for f in code:
         started = time.perf_counter()
-        prepared = indexer.file_rows("bench", f, mtime_ns=0)  # as the indexer stores it
+        prepared = file_rows("bench", f, mtime_ns=0)  # as the indexer stores it
         stats = by_language.setdefault(f.language, {"files": 0, "bytes": 0, "s": 0.0, "syntax_errors": 0})
         stats["files"] += 1
         stats["bytes"] += f.size
@@ -108,7 +109,7 @@ def bench_embedding(root: Path, sample: int) -> dict:
     for f in walk_repo(root).read_all():
         if f.language in DOC_LANGUAGES:
             continue
-        prepared = indexer.file_rows("bench", f, mtime_ns=0)
+        prepared = file_rows("bench", f, mtime_ns=0)
         rows += prepared.rows["methods"] + prepared.rows["classes"]
         if len(rows) >= sample:
             break

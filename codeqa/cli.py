@@ -18,6 +18,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from codeqa.core.errors import run_cli
+
 # subcommand → (module, the subcommand its main takes, or None when it takes the arguments as is)
 COMMANDS: dict[str, tuple[str, str | None]] = {
     "index": ("codeqa.preprocessing", "index"),
@@ -46,7 +48,13 @@ USAGE = f"""usage: codeqa {{{",".join([*COMMANDS, "config"])}}} ...
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a subcommand; a closed pipe ends any of them quietly, its `--help` and usage included
+    (`errors.run_cli`)."""
     args = sys.argv[1:] if argv is None else argv
+    return run_cli(lambda: _dispatch(args))
+
+
+def _dispatch(args: list[str]) -> int:
     if not args:
         print(USAGE, file=sys.stderr)
         return 2
@@ -68,7 +76,6 @@ def main(argv: list[str] | None = None) -> int:
 def show_config(argv: list[str]) -> int:
     """`codeqa config`: the declared settings (core/config.py) as the environment sets them now."""
     from codeqa.core.config import Settings
-    from codeqa.core.errors import run_cli
 
     if argv and argv[0] in ("-h", "--help"):
         print(

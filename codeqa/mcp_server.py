@@ -1,11 +1,12 @@
 """CodeQA as an MCP server: the index's search, definitions, references and files as tools for
 coding agents (Claude Code, Cursor, VS Code, Zed, ...), over stdio.
 
-    codeqa mcp [--repo NAME]                  # or: python -m codeqa mcp
+    codeqa mcp [--repo NAME] [--watch]        # or: python -m codeqa mcp
 
-A face over the one core (`services.Services`), like the CLIs and the web app. It only reads
-the index that `preprocessing.py index` / `watch` writes, and sees each new version of it
-without a restart. It never needs the LLM: search runs without HyDE (the agent's own model
+A face over the one core (`services.Services`), like the CLIs and the web app. It reads the
+index that `codeqa index` / `watch` writes, and sees each new version of it without a restart;
+its index tools (`mcp_indexing`: index, status, refresh, remove) write it too, with the same
+indexer, in the background. It never needs the LLM: search runs without HyDE (the agent's own model
 does the thinking), so an answer takes milliseconds once the embedding model is loaded (it
 loads in the background while the client connects).
 
@@ -16,9 +17,9 @@ message; so do arguments the tool's input schema refuses ("k must be a whole num
 50."), never a validation dump. Names the repository chose are shown escaped
 (`errors.printable`): an agent's terminal shows tool output too.
 
-Which repo a call is about: its `repo` argument, else `--repo`, else the indexed repo whose
-root holds the server's working directory (editors start servers in the project folder), else
-the only indexed repo.
+Which repo a call is about: its `repo` argument (a name, or a folder's path), else `--repo`,
+else the indexed repo whose root holds the server's working directory (editors start servers
+in the project folder), else the only indexed repo.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
@@ -42,21 +44,49 @@ from codeqa.chat.resolver import MAX_DEFINITIONS, ROW_COLUMNS
 from codeqa.core.config import Settings
 from codeqa.core.errors import CodeQAError, InvalidArgument, one_line, printable, printable_lines, run_cli, user_error
 from codeqa.core.records import RepoInfo
+from codeqa.mcp_indexing import (
+    MAX_PATH_CHARS,
+    IndexTools,
+    RepoOrFolder,
+    folder_repo,
+    is_folder,
+    progress_to,
+    register_index_tools,
+)
+from codeqa.mcp_models import (
+    MAX_CODE_LINES,
+    SHOWN_REFERENCES,
+    CodeOutput,
+    Definition,
+    FileResult,
+    ReferencesOutput,
+    ReposOutput,
+    RepoSummary,
+    SearchHit,
+    SearchOutput,
+    Symbol,
+    SymbolOutput,
+    UseSite,
+)
+from codeqa.mcp_stdio import answering_stdio
 from codeqa.parsing.languages import language_for
 from codeqa.parsing.references import is_resolved
-from codeqa.search.options import SearchOptions
+from codeqa.search.options import MAX_PATH_PREFIX, SearchOptions
+from codeqa.search.query import MAX_QUERY_CHARS
 from codeqa.services import Services
 from codeqa.store.errors import UnknownRepoError
 
 log = logging.getLogger("codeqa.mcp")
 
 MAX_K = 50  # search results per call, as the web API allows
-SHOWN_REFERENCES = 5  # uses listed with each search hit (the count is exact)
-MAX_CODE_LINES = 80  # of a definition's code in find_symbol; read_code has the rest
 MAX_READ_LINES = 500  # lines read_code returns per call
 DEFAULT_USES = 200  # uses find_references lists unless asked for more
 MAX_USES = 2000
-NO_REPOS = "No repo is indexed yet: run `codeqa index PATH` (or `python preprocessing.py index PATH`) first."
+MAX_NAME_CHARS = 1_000  # of a symbol name or id argument (no qualified name comes close)
+MAX_ARGUMENT_CHARS = 1_000  # of a string argument whose schema sets no maxLength of its own
+NO_REPOS = (
+    "No repo is indexed yet: call index_repository with the project's folder, or search_code with repo set to it."
+)
 
 INSTRUCTIONS = """\
 CodeQA has indexed these repositories with tree-sitter: every function, method, class (and docs
@@ -64,7 +94,10 @@ section) with exact line ranges, and every place each one is used. Start with se
 question, a task or a bug report (paste error messages and stack traces as they are); use
 find_symbol when you know a name, find_references to see who uses something before changing it,
 and read_code to read lines of a file. Locations are `path:start-end` relative to the repo root.
-list_repos tells which repos there are; `repo` may be left out when there is one default."""
+list_repos tells which repos there are; `repo` may be left out when there is one default.
+A project that is not indexed yet: call search_code with repo set to its folder's absolute path
+(it is indexed first), or index_repository then index_status. After editing files, call
+refresh_repository before searching again (unless the server was started with --watch)."""
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -73,160 +106,6 @@ class CodeRangeError(CodeQAError, ValueError):
     """Lines asked for that the file does not have."""
 
     http_status = 400
-
-
-# --- Structured output (published as each tool's output schema) -----------------------------
-
-
-class Use(BaseModel):
-    file_path: str
-    line: int
-    column: int
-    text: str
-
-
-class Symbol(BaseModel):
-    id: str = Field(description="symbol id: pass it to find_references to pick this definition")
-    location: str = Field(description="path:start-end")
-    kind: str
-    name: str
-    qualified_name: str
-    signature: str
-    file_path: str
-    start_line: int
-    end_line: int
-    language: str
-    reference_count: int = Field(
-        description="how many resolved uses the index recorded (exact; name matches, "
-        "calls on receivers of unknown type, not counted)"
-    )
-    declaration: bool = Field(
-        False,
-        description="a signature only (a prototype, an abstract or interface "
-        "method) whose implementation is not in the repository",
-    )
-    signatures: list[str] = Field(
-        default_factory=list,
-        description="every signature of an overload set (declarations and implementation), when it has several",
-    )
-
-    @classmethod
-    def fields_of(cls, row: dict) -> dict:
-        """The fields of a row of the index (or a search hit's JSON), location included."""
-        return {
-            "location": f"{row['file_path']}:{row['start_line']}-{row['end_line']}",
-            **{name: row[name] for name in Symbol.model_fields if name in row},
-            "signature": row["signature"] or "",
-            "reference_count": row["reference_count"] or 0,
-        }
-
-
-class SearchHit(Symbol):
-    score: float = Field(
-        description="relevance 0-1: the file model's estimate that this result's file is one "
-        "the answer needs (1.0: the query is exactly its name); never higher "
-        "than the result above it"
-    )
-    exact_match: bool = Field(description="the query names this symbol or file exactly")
-    references: list[Use] = Field(description=f"the first {SHOWN_REFERENCES} uses")
-
-
-class FileSymbol(BaseModel):
-    kind: str
-    qualified_name: str
-    start_line: int
-    end_line: int
-
-
-class FileResult(BaseModel):
-    path: str
-    score: float = Field(description="relevance 0-1, as the results' (non-increasing down the list)")
-    role: str = Field(description="source, test, example, benchmark, docs, generated or vendored")
-    language: str
-    twins: list[str] = Field(
-        default_factory=list,
-        description="the same file for other platforms (unix/ and win/), listed right beside this one",
-    )
-    symbols: list[FileSymbol] = Field(description="the file's rows that made it rank")
-
-
-class SearchOutput(BaseModel):
-    repo: str
-    results: list[SearchHit]
-    files: list[FileResult] = Field(
-        description="the files most likely involved, best first, from whole-file evidence and their best symbols"
-    )
-    notices: list[str]
-
-
-class Definition(Symbol):
-    code: str = Field(description=f"the definition's lines (the first {MAX_CODE_LINES})")
-    code_truncated: bool
-
-
-class SymbolOutput(BaseModel):
-    repo: str
-    name: str
-    total: int = Field(description=f"definitions found (at most {MAX_DEFINITIONS} are returned)")
-    definitions: list[Definition]
-    suggestions: list[str] = Field(description="similar names, when none matched")
-
-
-class UseSite(BaseModel):
-    location: str = Field(description="path:line:column")
-    file_path: str
-    line: int
-    column: int
-    text: str = Field(description="the line of the use")
-    caller: str | None = Field(description="qualified name of the function the use is in")
-    resolution: str = Field(
-        description="how the use was attributed: qualified, self, typed, module, unique, "
-        "import, same_file or same_package (resolved); name: a name match, a "
-        "call of this name on a receiver of unknown type"
-    )
-    definition_id: str = Field(description="id of the definition used")
-
-
-class ReferencesOutput(BaseModel):
-    repo: str
-    symbol: str
-    definitions: list[Symbol] = Field(description=f"the definitions whose uses are listed (at most {MAX_DEFINITIONS})")
-    total: int = Field(description="uses and name matches of these definitions")
-    resolved: int = Field(description="resolved uses among them")
-    name_matches: int = Field(description="name matches among them: same name, receiver of unknown type")
-    uses: list[UseSite]
-    suggestions: list[str]
-
-
-class CodeOutput(BaseModel):
-    repo: str
-    path: str
-    language: str
-    start: int
-    end: int
-    total_lines: int
-    lines: list[str]
-
-
-class RepoSummary(BaseModel):
-    name: str
-    root: str
-    files: int
-    methods: int
-    classes: int
-    docs: int
-    references: int
-    languages: dict[str, int]
-    indexed_at: float = Field(description="Unix time of the last index run")
-    embedded_percent: int = Field(
-        description="rows with their vector so far (below 100 while an index run "
-        "embeds: those rows are found by their text meanwhile)"
-    )
-
-
-class ReposOutput(BaseModel):
-    repos: list[RepoSummary]
-    default: str | None = Field(description="the repo a tool uses when called without `repo`")
 
 
 # --- The tools' work, on the core ------------------------------------------------------------
@@ -284,6 +163,8 @@ class CodeTools:
 
     def repo(self, name: str | None) -> RepoInfo:
         named = name or self.default_repo
+        if named and is_folder(named):
+            return folder_repo(self.services, named, self.workdir)
         if named:
             return self.services.repo(named)
         repos = self.services.repos()
@@ -297,8 +178,9 @@ class CodeTools:
         return chosen
 
     def search_code(
-        self, query: str, repo: str | None, k: int, lang: str | None, path: str | None
+        self, query: str, repo: str | None, k: int, lang: str | None, path: str | None, notices: list[str]
     ) -> tuple[str, SearchOutput]:
+        """The search; `notices` (what was done first: the folder indexed) come before its own."""
         info = self.repo(repo)
         options = SearchOptions(
             k=k,
@@ -314,7 +196,8 @@ class CodeTools:
             data["references"] = data["references"][:SHOWN_REFERENCES]
             hits.append(SearchHit(**{**data, **SearchHit.fields_of(data)}))
         lines = [f"{_plural(len(hits), 'result')} in {info.name} (hybrid search):"]
-        lines += [f"note: {notice}" for notice in result.notices]
+        notices = notices + result.notices
+        lines += [f"note: {notice}" for notice in notices]
         for rank, hit in enumerate(hits, 1):
             exact = "  (named in the query)" if hit.exact_match else ""
             lines.append(f"{rank}. {hit.location}  {hit.kind} {hit.qualified_name}  score {hit.score:.2f}{exact}")
@@ -337,7 +220,7 @@ class CodeTools:
             ]
         if not hits and lang and lang.lower() not in info.stats.files_by_language:
             lines.append(f"No {lang} files are indexed; languages: {', '.join(sorted(info.stats.files_by_language))}.")
-        return printable_lines(lines), SearchOutput(repo=info.name, results=hits, files=files, notices=result.notices)
+        return printable_lines(lines), SearchOutput(repo=info.name, results=hits, files=files, notices=notices)
 
     def _definitions(self, info: RepoInfo, name: str, columns: list[str]) -> tuple[list[dict], list[str]]:
         """Rows defining `name` (best first), or suggestions of similar names."""
@@ -513,19 +396,32 @@ def _allowed(prop: dict[str, Any]) -> str:
         )
     else:
         what = {"string": "a string", "boolean": "true or false"}.get(str(value.get("type")), "valid")
+        if value.get("maxLength") is not None:
+            what += f" of at most {value['maxLength']:,} characters"
     return what + (", or left out" if len(options) > 1 else "")
+
+
+def _max_length(prop: dict[str, Any]) -> int:
+    """The most characters a string argument may have: its schema's maxLength, or the default."""
+    lengths = [option["maxLength"] for option in prop.get("anyOf", [prop]) if "maxLength" in option]
+    return lengths[0] if lengths else MAX_ARGUMENT_CHARS
 
 
 def argument_problem(
     tool: str, schema: dict[str, Any], arguments: dict[str, Any], error: ValidationError | None
 ) -> str | None:
     """One line on what is wrong with a call's arguments, from the tool's input schema (unknown
-    names, then the first value the schema refused), or None when they are fine."""
+    names, strings longer than allowed, then the first value the schema refused), or None when
+    they are fine. Never the value itself: a 100,000-character name is not sent back."""
     properties: dict[str, Any] = schema.get("properties", {})
     unknown = sorted(set(arguments) - set(properties))
     if unknown:
         takes = ", ".join(properties) or "no arguments"
         return f"{tool} has no argument {unknown[0]!r}; it takes {takes}."
+    for name, value in arguments.items():
+        limit = _max_length(properties[name])
+        if isinstance(value, str) and len(value) > limit:
+            return f"{name} has {len(value):,} characters; the limit is {limit:,}."
     if error is None:
         return None
     first = error.errors()[0]
@@ -539,7 +435,14 @@ def argument_problem(
 
 class CodeQAServer(MCPServer):
     """The SDK's server, with argument errors said as CodeQA says its own: one line on what is
-    allowed (`k must be a whole number from 1 to 50.`), not the validation dump the SDK sends."""
+    allowed (`k must be a whole number from 1 to 50.`), not the validation dump the SDK sends;
+    and every line on stdin answered, one the SDK can't read too (`mcp_stdio`)."""
+
+    async def run_stdio_async(self) -> None:
+        async with answering_stdio() as (read_stream, write_stream):
+            await self._lowlevel_server.run(
+                read_stream, write_stream, self._lowlevel_server.create_initialization_options()
+            )
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
@@ -553,22 +456,24 @@ class CodeQAServer(MCPServer):
             return _tool_error(argument_problem(name, schemas[name], arguments, exc.__cause__))
 
 
-RepoArg = Annotated[
-    str | None, Field(description="indexed repo name (see list_repos); default: the project's repo, or the only one")
-]
+RepoArg = RepoOrFolder
 
 
-def create_server(tools: CodeTools) -> MCPServer:
-    """The MCP server with CodeQA's five tools, over `tools`."""
+def create_server(tools: CodeTools, indexing: IndexTools) -> MCPServer:
+    """The MCP server with CodeQA's five read tools over `tools` and the four index tools over
+    `indexing`."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
         # Load the embedding model while the client connects, so the first search is fast;
         # a failure here is only logged: the first search reports it.
         threading.Thread(target=_warm_up, args=(tools.services,), daemon=True, name="codeqa-warm-up").start()
+        if indexing.jobs.watching:
+            indexing.start_watching()
         try:
             yield
         finally:
+            indexing.close()  # runs stop at their next step; the next run finishes their work
             tools.services.close()
 
     server = CodeQAServer("codeqa", instructions=INSTRUCTIONS, lifespan=lifespan)
@@ -578,11 +483,21 @@ def create_server(tools: CodeTools) -> MCPServer:
         query: Annotated[
             str,
             Field(
+                max_length=MAX_QUERY_CHARS,
                 description="a question, a task, or a bug report / error message / "
-                "stack trace as is (up to 20,000 characters)"
+                f"stack trace as is (up to {MAX_QUERY_CHARS:,} characters)",
             ),
         ],
-        repo: RepoArg = None,
+        ctx: Context,
+        repo: Annotated[
+            str | None,
+            Field(
+                max_length=MAX_PATH_CHARS,
+                description="an indexed repo's name (see list_repos), or a repository folder's absolute "
+                "path: one not indexed yet is indexed first, one that changed is brought up to date "
+                "(the answer says so); default: the project's repo, or the only one",
+            ),
+        ] = None,
         k: Annotated[int, Field(ge=1, le=MAX_K, strict=True, description="how many results")] = 10,
         lang: Annotated[
             str | None,
@@ -590,7 +505,10 @@ def create_server(tools: CodeTools) -> MCPServer:
                 description="only this language: python, java, javascript, typescript, rust, go, c, cpp, markdown, ..."
             ),
         ] = None,
-        path: Annotated[str | None, Field(description="only files under this path prefix, e.g. src/api/")] = None,
+        path: Annotated[
+            str | None,
+            Field(max_length=MAX_PATH_PREFIX, description="only files under this path prefix, e.g. src/api/"),
+        ] = None,
     ) -> Annotated[CallToolResult, SearchOutput]:
         """Search the indexed code by meaning and keywords (hybrid vector + BM25 over functions,
         methods, classes and docs sections). Use it first for 'where is X handled?', 'how does Y
@@ -599,15 +517,18 @@ def create_server(tools: CodeTools) -> MCPServer:
         likely involved (whole-file evidence), each with its best symbols. Symbols and files
         the query names exactly are put on top. Then read_code to see the code, find_symbol when
         you know a name, find_references to see who uses it."""
-        return _answer(lambda: tools.search_code(query, repo, k, lang, path))
+        return _answer(
+            lambda: tools.search_code(query, repo, k, lang, path, indexing.prepare_search(repo, progress_to(ctx)))
+        )
 
     @server.tool(annotations=READ_ONLY)
     def find_symbol(
         name: Annotated[
             str,
             Field(
+                max_length=MAX_NAME_CHARS,
                 description="a name (`parse`), a qualified name (`Cart.add`, "
-                "`Outer.Inner.method`, `Type::method`) or its tail"
+                "`Outer.Inner.method`, `Type::method`) or its tail",
             ),
         ],
         repo: RepoArg = None,
@@ -624,9 +545,10 @@ def create_server(tools: CodeTools) -> MCPServer:
         symbol: Annotated[
             str,
             Field(
+                max_length=MAX_NAME_CHARS,
                 description="a name or qualified name (as for find_symbol), or a "
                 "symbol id from search_code / find_symbol to pick one "
-                "definition among several with the same name"
+                "definition among several with the same name",
             ),
         ],
         repo: RepoArg = None,
@@ -635,7 +557,7 @@ def create_server(tools: CodeTools) -> MCPServer:
         ] = DEFAULT_USES,
     ) -> Annotated[CallToolResult, ReferencesOutput]:
         """List every recorded use of a symbol (calls, instantiations, type uses, `extends` /
-        `implements`) as `path:line:column` with the line's text and the function it sits in,
+        `implements`, reads of a constant) as `path:line:column` with the line's text and the function it sits in,
         most relevant first (non-test code and surely resolved uses first). Use it before
         changing a function's behaviour or signature, to find its callers."""
         return _answer(lambda: tools.find_references(symbol, repo, limit))
@@ -645,8 +567,9 @@ def create_server(tools: CodeTools) -> MCPServer:
         path: Annotated[
             str,
             Field(
+                max_length=MAX_PATH_PREFIX,
                 description="file path relative to the repo root, as the other tools "
-                "print it (an absolute path inside the repo works too)"
+                "print it (an absolute path inside the repo works too)",
             ),
         ],
         repo: RepoArg = None,
@@ -666,6 +589,7 @@ def create_server(tools: CodeTools) -> MCPServer:
         out."""
         return _answer(tools.list_repos)
 
+    register_index_tools(server, indexing, _answer)
     return server
 
 
@@ -685,18 +609,26 @@ def build_parser(prog: str = "codeqa mcp") -> argparse.ArgumentParser:
         help="the repo tools use when a call does not name one "
         "(default: the repo holding the working directory, or the only one)",
     )
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep the indexed repos live: bring each one whose folder is on this machine up to date, "
+        "then re-index it after every burst of file changes (as `codeqa watch`), and every repo "
+        "indexed through the tools too",
+    )
     return parser
 
 
 def main(argv: list[str] | None = None, prog: str = "codeqa mcp") -> int:
     args = build_parser(prog).parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    return run_cli(lambda: _serve(args.repo))
+    return run_cli(lambda: _serve(args.repo, args.watch))
 
 
-def _serve(repo: str | None) -> int:
+def _serve(repo: str | None, watch: bool) -> int:
     """Serve the tools over stdio until the client hangs up; `main` reports the errors a user can act on."""
-    create_server(CodeTools(Services(Settings.from_env()), repo)).run("stdio")
+    tools = CodeTools(Services(Settings.from_env()), repo)
+    create_server(tools, IndexTools(tools.services, tools.repo, tools.workdir, watch)).run("stdio")
     return 0
 
 

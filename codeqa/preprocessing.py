@@ -1,6 +1,7 @@
 """The indexing CLI: parse arguments, run the indexer, print what it did.
 
     python preprocessing.py index /path/to/repo [--name NAME]    # or: codeqa index ...
+    python preprocessing.py index --dry-run /path/to/repo        # what would be indexed, skipped
     python preprocessing.py list
     python preprocessing.py remove NAME
     python preprocessing.py watch /path/to/repo [--name NAME]   # index, then re-index on changes
@@ -14,12 +15,14 @@ import argparse
 import logging
 import sys
 import time
+from collections import Counter
 
 from codeqa.core.config import Settings
 from codeqa.core.errors import printable, printable_lines, run_cli
 from codeqa.core.records import RepoInfo
 from codeqa.core.servers import yield_cpu
 from codeqa.indexing.indexer import IndexReport, index_repo, remove_repo
+from codeqa.parsing.preview import IndexPreview, preview_index
 from codeqa.parsing.treesitter import MAX_NESTING
 from codeqa.services import Services
 
@@ -67,6 +70,45 @@ def _format_report(report: IndexReport) -> str:
     return printable_lines(lines)  # file names are the repository's: no escape sequence reaches the terminal
 
 
+DRY_RUN_EXAMPLES = 10  # skipped paths listed per reason
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def _counts(counter: Counter[str]) -> str:
+    """`python 7, markdown 1, other 1`: most first, ties by name."""
+    return ", ".join(f"{key} {count:,}" for key, count in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _format_preview(preview: IndexPreview) -> str:
+    """`index --dry-run`: what a run would index and skip, by folder and by reason."""
+    size = sum(size for _, _, size in preview.files)
+    lines = [
+        f"Dry run of {preview.root}: nothing was indexed or written.",
+        f"Would index {_plural(len(preview.files), 'file')} ({size / 1e6:.2f} MB)"
+        + (f": {_counts(preview.languages)}" if preview.files else ""),
+        f"Would skip {_plural(len(preview.skips), 'path')} (a skipped folder counts once)"
+        + (f": {_counts(preview.skipped)}" if preview.skips else ""),
+        "By folder (files to index, paths skipped):",
+    ]
+    folders = preview.by_folder()
+    width = max(map(len, folders), default=0)
+    for folder, tally in folders.items():
+        skipped = f"  ({_counts(tally.skipped)})" if tally.skipped else ""
+        lines.append(f"  {folder:<{width}}  {tally.files:>7,}  {sum(tally.skipped.values()):>7,}{skipped}")
+    if preview.skips:
+        lines.append("Skipped, by reason (a folder ending in / is skipped whole):")
+    for reason, count in sorted(preview.skipped.items(), key=lambda kv: (-kv[1], kv[0])):
+        paths = sorted(path for why, path in preview.skips if why == reason)
+        more = f", and {count - DRY_RUN_EXAMPLES:,} more" if count > DRY_RUN_EXAMPLES else ""
+        lines.append(f"  {reason} {count:,}: {', '.join(paths[:DRY_RUN_EXAMPLES])}{more}")
+    rules = preview.ignore_files
+    lines.append(f"Ignore files read: {', '.join(rules)}" if rules else "No .gitignore or .codeqaignore file.")
+    return printable_lines(lines)  # file names are the repository's: no escape sequence reaches the terminal
+
+
 def _format_repos(repos: list[RepoInfo]) -> str:
     if not repos:
         return "No repos indexed yet: python preprocessing.py index /path/to/repo"
@@ -96,6 +138,12 @@ def build_parser(prog: str = "preprocessing.py") -> argparse.ArgumentParser:
         action="store_true",
         help="index from scratch into new tables, then switch to them (needed after "
         "changing the embedding model); searches use the old index meanwhile",
+    )
+    index.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what would be indexed and skipped (by folder and by reason), then stop: "
+        "nothing is parsed, embedded or written",
     )
     index.add_argument(
         "--no-progress",
@@ -187,6 +235,9 @@ def main(argv: list[str] | None = None, prog: str = "preprocessing.py") -> int:
 def _run(args: argparse.Namespace) -> int:
     """The subcommand's work; `main` reports the errors a user can act on."""
     services = Services(Settings.from_env())
+    if args.command == "index" and args.dry_run:
+        print(_format_preview(preview_index(args.path, services.settings.max_file_bytes)))
+        return 0
     if args.command in ("index", "watch"):
         yield_cpu(services.settings.background_niceness)  # searches of a running web app go first
     if args.command == "index":

@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from codeqa.core.config import Settings
 from codeqa.core.errors import printable, printable_lines, run_cli
@@ -22,7 +23,9 @@ from codeqa.parsing.languages import ROLES
 from codeqa.search.options import SearchOptions, check_options
 from codeqa.search.query import QueryError
 from codeqa.search.results import SearchResult
-from codeqa.services import Services
+
+if TYPE_CHECKING:
+    from codeqa.services import Services
 
 
 def _format_human(result: SearchResult) -> str:
@@ -150,6 +153,8 @@ def main(argv: list[str] | None = None, prog: str = "codeqa") -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """The subcommand's work; `main` reports the errors a user can act on."""
+    from codeqa.services import Services  # after the arguments are read: `--help` needs none of it
+
     with Services(Settings.from_env()) as services:
         if args.command == "context":
             return _context_main(args, services)

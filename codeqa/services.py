@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from codeqa.core.config import Settings
 from codeqa.core.records import RepoInfo
-from codeqa.search.retrieval import Retriever
 from codeqa.store.connection import connect
 from codeqa.store.index import Index
 
@@ -43,6 +42,7 @@ if TYPE_CHECKING:  # the chat parts are imported when first built: a CLI search 
     from codeqa.chat.context import ContextBuilder
     from codeqa.chat.resolver import CommandResolver
     from codeqa.llm.client import LLMClient
+    from codeqa.search.retrieval import Retriever
 
 T = TypeVar("T")
 
@@ -83,6 +83,8 @@ class Services:
     def retriever(self) -> Retriever:
         """Search (`retriever.search(repo, question, SearchOptions(...))`); loads the embedder.
         It shares the LLM client, built only if a search asks the LLM (HyDE)."""
+        from codeqa.search.retrieval import Retriever
+
         return self._part("retriever", lambda: Retriever(self.settings, llm=lambda: self.llm, index=self.index))
 
     @property

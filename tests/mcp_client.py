@@ -10,12 +10,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.shared.dispatcher import ProgressFnT
 from mcp_types import CallToolResult
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,8 +32,10 @@ class McpSession:
         self.portal = portal
         self.client = client
 
-    def call(self, tool: str, **arguments: Any) -> CallToolResult:
-        return self.portal.call(self.client.call_tool, tool, arguments)
+    def call(self, tool: str, on_progress: ProgressFnT | None = None, **arguments: Any) -> CallToolResult:
+        """Call a tool; with `on_progress`, the call carries a progressToken and each progress
+        notification is passed to it."""
+        return self.portal.call(partial(self.client.call_tool, tool, arguments, progress_callback=on_progress))
 
     def text(self, tool: str, **arguments: Any) -> str:
         """The text of a successful call."""

@@ -11,6 +11,9 @@ modules that cannot be understood apart. `docs/architecture.md` draws the same p
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -109,3 +112,40 @@ def test_the_checker_sees_a_cycle_and_a_layer_breach(tmp_path):
     hinted.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from codeqa.search.retrieval import Hit\n")
     assert imports(hinted) == (set(), set())
     assert imports(hinted, type_only=True)[1] == {"codeqa.search.retrieval"}
+
+
+def lancedb_imports(path: Path) -> list[int]:
+    """Lines of a file that import `lancedb` at run time (type-only imports don't count)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    type_only = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
+                 and getattr(block.test, "id", None) == "TYPE_CHECKING" for node in ast.walk(block)}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "lancedb" for a in node.names):
+            found.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "lancedb":
+            found.append(node.lineno)
+    return found
+
+
+@pytest.mark.unit
+def test_lancedb_is_imported_only_the_quick_way():
+    """Every module reaches LanceDB through store/lancedb_import.py, so no command pays for the
+    REST client a plain `import lancedb` builds (bench/startup_bench.py)."""
+    plain = {module: lines for module, path in MODULES.items()
+             if module != "codeqa.store.lancedb_import" and (lines := lancedb_imports(path))}
+    assert not plain, f"import lancedb through codeqa.store.lancedb_import.lancedb_module(): {plain}"
+
+
+@pytest.mark.unit
+def test_the_quick_import_defers_the_rest_client_and_leaves_overrides_alone():
+    code = ("import sys\nfrom codeqa.store.lancedb_import import lancedb_module\nm = lancedb_module()\n"
+            "assert m.connect and m.query.MultiMatchQuery and m.index.FTS\n"
+            "assert 'lance_namespace_urllib3_client.api' not in sys.modules\n"
+            "assert sys.modules.get('overrides') is None or sys.modules['overrides'].__file__\n"
+            "import lance_namespace_urllib3_client as client\n"
+            "assert client.ApiClient and 'lance_namespace_urllib3_client.api' in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ})
+    assert done.returncode == 0, done.stderr

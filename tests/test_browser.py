@@ -319,6 +319,7 @@ class _StopsEmbedding:
 
         self.inner, self.error, self.calls = LocalEmbedder(), EmbeddingError, 0
         self.model_id = self.inner.model_id
+        self.inline = False  # rows written first, embedded after: the stage this test watches
 
     @property
     def dim(self) -> int:

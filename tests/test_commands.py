@@ -217,3 +217,48 @@ def test_context_cli_prints_the_packed_context_or_its_json(indexed_sample):
     assert data["context"]["tokens"] <= data["context"]["budget"]
     unknown = run("--repo", "nope", "@definition x")
     assert unknown.returncode == 1 and "Unknown repo" in unknown.stderr and "Traceback" not in unknown.stderr
+
+
+def test_symbols_at_and_references_reach_module_constants_read_as_values(tmp_path):
+    """A line that only reads a module-level value (returns it, compares with it, passes it on)
+    uses that value: `@symbols-at` resolves it, `@references` lists the reads, in each language
+    whose queries record reads — bare, through a module, and not at an import or a local of
+    the same name."""
+    from conftest import settings_for
+    from codeqa.indexing.indexer import index_repo
+
+    root = tmp_path / "consts"
+    for path, text in {
+        "shop/config.py": "TAX_RATE = 0.2\nPROVIDERS = ('card', 'invoice')\n",
+        "shop/prices.py": ("from shop.config import TAX_RATE\nfrom shop import config\n\n\ndef tax_rate():\n"
+                           "    return TAX_RATE\n\n\ndef providers():\n    PROVIDERS = ['cash']\n"
+                           "    return list(config.PROVIDERS) + PROVIDERS\n"),
+        "web/limits.js": "export const MAX_ITEMS = 99\n",
+        "web/cart.js": ("import { MAX_ITEMS } from './limits'\n\nexport function full(cart) {\n"
+                        "  return cart.length >= MAX_ITEMS\n}\n"),
+        "go/store/errors.go": "package store\n\nimport \"errors\"\n\nvar ErrNotFound = errors.New(\"not found\")\n",
+        "go/store/get.go": ("package store\n\nfunc Get(items map[string]int, sku string) (int, error) {\n"
+                            "\tif n, ok := items[sku]; ok {\n\t\treturn n, nil\n\t}\n\treturn 0, ErrNotFound\n}\n"),
+        "rust/src/lib.rs": "pub const LIMIT: u32 = 8;\n\npub fn over(n: u32) -> bool {\n    n > LIMIT\n}\n",
+    }.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    settings = settings_for(tmp_path / "data")
+    index_repo(root, settings, name="consts", progress=False)
+    db = connect(settings)
+    lookup = CommandResolver(Index(db)).lookup(registry.get_repo(db, "consts"))
+
+    def found_at(message: str):
+        (found,) = lookup.resolve(parse_message(message).lookups)
+        return found
+
+    for at, definition in [("shop/prices.py:6", ("TAX_RATE", "shop/config.py", 1, 1)),
+                           ("web/cart.js:4", ("MAX_ITEMS", "web/limits.js", 1, 1)),
+                           ("go/store/get.go:7", ("ErrNotFound", "go/store/errors.go", 5, 5)),
+                           ("rust/src/lib.rs:4", ("LIMIT", "rust/src/lib.rs", 1, 1))]:
+        found = found_at(f"@symbols-at {at}")
+        assert definition in where(found.sources), (at, found.notes)
+        assert not any("no names are used" in note for note in found.notes)
+    uses = found_at("@references PROVIDERS").sources
+    assert [(s["file_path"], s["qualified_name"]) for s in uses] == [("shop/prices.py", "providers")]  # not the local
+    assert [s["qualified_name"] for s in found_at("@references TAX_RATE").sources] == ["tax_rate"]  # not the import

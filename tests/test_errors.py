@@ -13,7 +13,7 @@ from codeqa.store.errors import FileNotIndexedError, InvalidPathError, ModelMism
 from codeqa.store import lease
 from codeqa.indexing.embeddings import EmbeddingError
 from codeqa.core.errors import (CodeQAError, ConfigError, InvalidArgument, LLMUnavailable, StorageError, cli_exit,
-                                printable, printable_lines, repo_path_prefix, user_error)
+                                printable, printable_lines, repo_path_prefix, run_cli, user_error)
 from codeqa.llm.weights import ModelFileError
 from codeqa.indexing.indexer import NothingToIndexError
 from codeqa.parsing.repo_files import RepoPathError
@@ -44,6 +44,14 @@ def test_cli_reports_one_line_and_the_exit_status(capsys: pytest.CaptureFixture[
     assert cli_exit(FileNotFoundError(2, "No such file or directory", "q.jsonl")) == 1
     assert capsys.readouterr().err.splitlines() == [
         "error: The query is empty.", "error: [Errno 2] No such file or directory: 'q.jsonl'"]
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_reported_not_taken_for_a_reader_gone(capsys) -> None:
+    def write_to_a_closed_socket() -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    assert run_cli(write_to_a_closed_socket) == 1  # stdout (captured here) is fine: this is an error
+    assert capsys.readouterr().err == "error: [Errno 32] Broken pipe\n"
 
 
 def test_a_bad_setting_is_one_line_from_the_cli(monkeypatch, capsys, tmp_path) -> None:

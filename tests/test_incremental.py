@@ -124,7 +124,7 @@ def test_files_are_read_only_when_size_or_mtime_changed(settings, sample_copy):
     third = index_repo(sample_copy, settings, name="s", progress=False)
     assert (third.changed, third.unchanged) == (1, files - 1)
     assert any(r["qualified_name"] == "Cbrt" for r in snapshot(settings, "s")["classes"].values())
-    manifest = create_tables.RepoTables(db, registry.get_repo(db, "s")).manifest()
+    manifest = create_tables.RepoTables(db, registry.get_repo(db, "s")).file_states()
     assert all(entry.mtime_ns for path, entry in manifest.items() if path != "shop/models.py")
 
 
@@ -320,8 +320,8 @@ def test_searchable_before_its_vectors_and_a_killed_fill_resumes(tmp_path):
     tables = create_tables.RepoTables(db, registry.get_repo(db, "big"))
     rows, pending = tables.vector_counts()
     assert rows == 600 and pending > 0
-    waiting = next(row for table in tables.row_tables for row in tables.rows_without_vectors(table)
-                   if row["kind"] in ("class", "function"))
+    waiting = next(row for table in tables.row_tables for rows in tables.rows_without_vectors(table)
+                   for row in rows if row["kind"] in ("class", "function"))
     result = retriever.search("big", waiting["doc"].rstrip("."), SearchOptions(k=5, hyde=False))
     assert waiting["qualified_name"] in [hit.qualified_name for hit in result.results[:3]], result.results[:3]
     assert any("have their vectors so far" in notice and "stopped" in notice for notice in result.notices), result.notices

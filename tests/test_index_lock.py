@@ -63,7 +63,7 @@ rows = [prepare_row({
     "start_line": i, "end_line": i, "parent": None, "file_hash": "h", "role": "source", "vector": [0.5] * 4})
     for path in ("a.py", "b.py") for i in range(25)]
 entries = [ManifestEntry(file_path=p, sha256="h", language="python", size=1, mtime_ns=0,
-                         non_utf8=False, has_errors=False, parsed="{}") for p in ("a.py", "b.py")]
+                         non_utf8=False, has_errors=False, parsed="", bindings="") for p in ("a.py", "b.py")]
 while time.time() < start:
     time.sleep(0.001)
 tables.replace_files(entries, {"methods": rows})

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from codeqa.indexing.index_plan import RACY_NS, plan_index, recorded_mtime
-from codeqa.core.records import ManifestEntry
+from codeqa.core.records import FileState
 from codeqa.parsing.repo_files import FoundFile, SourceFile
 
 pytestmark = pytest.mark.unit
@@ -21,8 +21,8 @@ def found(path: str, size: int = 10, mtime_ns: int = OLD) -> FoundFile:
     return FoundFile(path, Path("/repo") / path, "python", size, mtime_ns)
 
 
-def entry(path: str, content: str, size: int = 10, mtime_ns: int = OLD, non_utf8: bool = False) -> ManifestEntry:
-    return ManifestEntry(path, sha(content), "python", size, mtime_ns, non_utf8, False, "{}")
+def entry(path: str, content: str, size: int = 10, mtime_ns: int = OLD, non_utf8: bool = False) -> FileState:
+    return FileState(path, sha(content), "python", size, mtime_ns, non_utf8, False)
 
 
 def sha(content: str) -> str:
@@ -42,8 +42,8 @@ class Disk:
         content = self.contents[file.path]
         if content is None:  # e.g. binary: the content rules it out
             return None
-        return SourceFile(file.path, file.abs_path, file.language, file.size, file.mtime_ns, content,
-                          sha(content), file.path in self.non_utf8)
+        return SourceFile(file.path, file.abs_path, file.language, file.size, file.mtime_ns, sha(content),
+                          file.path in self.non_utf8, text=content)
 
 
 def paths(files) -> list[str]:

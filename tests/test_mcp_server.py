@@ -3,11 +3,13 @@ real LanceDB, the real embedding model), on the sample repo's index; no LLM is r
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 
 from conftest import ROOT
 from mcp_client import mcp_session
@@ -16,6 +18,7 @@ from codeqa.core.records import RepoInfo
 from codeqa.search.options import SEARCH_LANGUAGES
 
 TOOLS = {"search_code", "find_symbol", "find_references", "read_code", "list_repos"}
+INDEX_TOOLS = {"index_repository", "index_status", "refresh_repository", "remove_repository"}
 
 
 @pytest.fixture(scope="module")
@@ -28,13 +31,15 @@ def mcp(indexed_sample, tmp_path_factory):
 @pytest.mark.integration
 def test_tools_are_listed_read_only_with_descriptions_and_schemas(mcp):
     tools = {tool.name: tool for tool in mcp.tools()}
-    assert set(tools) == TOOLS
+    assert set(tools) == TOOLS | INDEX_TOOLS
     for tool in tools.values():
-        assert len(tool.description) > 80 and tool.annotations.read_only_hint
-        assert tool.output_schema["type"] == "object"
+        assert len(tool.description) > 80 and tool.output_schema["type"] == "object"
+    assert {name for name, tool in tools.items() if tool.annotations.read_only_hint} == TOOLS | {"index_status"}
+    assert {name for name, tool in tools.items() if tool.annotations.destructive_hint} == {"remove_repository"}
     assert tools["search_code"].input_schema["required"] == ["query"]
     assert tools["search_code"].input_schema["properties"]["k"]["maximum"] == 50
     assert tools["read_code"].input_schema["required"] == ["path"]
+    assert tools["find_symbol"].input_schema["properties"]["name"]["maxLength"] == 1_000  # told, not just enforced
 
 
 @pytest.mark.integration
@@ -172,7 +177,7 @@ def test_the_default_repo_is_the_one_asked_for_or_the_projects(default_repo, wor
 @pytest.mark.parametrize("tool, arguments, message", [
     ("search_code", {}, "query is required: a question, a task, or a bug report / error message / stack trace as "
                         "is (up to 20,000 characters)."),
-    ("search_code", {"query": 5}, "query must be a string."),
+    ("search_code", {"query": 5}, "query must be a string of at most 20,000 characters."),
     ("search_code", {"query": "cart", "k": 500}, "k must be a whole number from 1 to 50."),
     ("search_code", {"query": "cart", "k": -1}, "k must be a whole number from 1 to 50."),
     ("search_code", {"query": "cart", "k": "10"}, "k must be a whole number from 1 to 50."),  # as the web API says
@@ -187,13 +192,107 @@ def test_the_default_repo_is_the_one_asked_for_or_the_projects(default_repo, wor
                                                        "relative to its root (no '..', not absolute), e.g. src/api/."),
     ("find_symbol", {"name": ""}, "name must be a symbol name such as parse or Cart.add, not empty."),
     ("find_symbol", {"name": "   "}, "name must be a symbol name such as parse or Cart.add, not empty."),
-    ("find_symbol", {"name": None}, "name must be a string."),
+    ("find_symbol", {"name": None}, "name must be a string of at most 1,000 characters."),
     ("find_references", {"symbol": ""}, "symbol must be a symbol name such as parse or Cart.add, not empty."),
     ("find_references", {"symbol": "Cart", "limit": 0}, "limit must be a whole number from 1 to 2,000."),
-    ("read_code", {"path": None}, "path must be a string."),
+    ("read_code", {"path": None}, "path must be a string of at most 1,000 characters."),
     ("read_code", {"path": "shop/models.py", "start": "3"}, "start must be a whole number of at least 1."),
     ("read_code", {"path": "shop/models.py", "end": 0}, "end must be a whole number of at least 1, or left out."),
     ("list_repos", {"verbose": True}, "list_repos has no argument 'verbose'; it takes no arguments."),
+    # Every string argument is capped, and the message never sends the value back.
+    ("find_symbol", {"name": "x" * 100_000}, "name has 100,000 characters; the limit is 1,000."),
+    ("find_references", {"symbol": "Cart" * 25_000}, "symbol has 100,000 characters; the limit is 1,000."),
+    ("search_code", {"query": "x" * 20_001}, "query has 20,001 characters; the limit is 20,000."),
+    ("search_code", {"query": "cart", "lang": "x" * 5_000}, "lang has 5,000 characters; the limit is 1,000."),
+    ("search_code", {"query": "cart", "path": "a/" * 501}, "path has 1,002 characters; the limit is 1,000."),
+    ("read_code", {"path": "a/" * 501}, "path has 1,002 characters; the limit is 1,000."),
+    ("find_symbol", {"name": "Cart", "repo": "r" * 4097}, "repo has 4,097 characters; the limit is 4,096."),
 ])
 def test_bad_arguments_get_one_line_saying_what_is_allowed(mcp, tool, arguments, message):
     assert mcp.error(tool, **arguments) == message
+
+
+class RawServer:
+    """`codeqa mcp` spoken to in raw bytes on its stdin, initialized as a client would (the SDK's
+    client can't send a lone surrogate: its writer fails to encode one)."""
+
+    def __init__(self, data_dir: Path, cwd: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "codeqa", "mcp"], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={"CODEQA_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT),
+                 "PATH": "/usr/bin:/bin"})
+        initialize = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+        assert "result" in self.request(1, "initialize", initialize)[-1]
+        self.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+
+    def write(self, line: bytes) -> None:
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, request_id: int, method: str, params: dict | None = None) -> list[dict]:
+        """Send a request; every line the server wrote until its answer, that answer last."""
+        self.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}}).encode())
+        lines = []
+        while not lines or lines[-1].get("id") != request_id:
+            line = self.proc.stdout.readline()
+            assert line, "the server closed its stdout"
+            lines.append(json.loads(line))
+        return lines
+
+    def answers_to(self, raw: bytes, next_id: int) -> list[dict]:
+        """What the server wrote for a raw line: all it answered before the request sent after it."""
+        self.write(raw)
+        return self.request(next_id, "ping")[:-1]
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+@pytest.fixture
+def raw_server(tmp_path):
+    server = RawServer(tmp_path / "data", tmp_path)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def error(request_id, code: int, message: str) -> dict:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("raw, answer", [
+    (b"not json", error(None, PARSE_ERROR, "Parse error: the line is not JSON.")),
+    (b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call"', error(None, PARSE_ERROR,
+                                                                   "Parse error: the line is not JSON.")),
+    (b"\xff\xfe\x00 not UTF-8", error(None, PARSE_ERROR, "Parse error: the line is not JSON.")),
+    (b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "search_code", '
+     b'"arguments": {"query": "\\ud800"}}}',
+     error(7, INVALID_PARAMS, "Invalid params: the 'query' argument is not valid Unicode text (it holds a lone "
+                              "surrogate).")),
+    (b'{"jsonrpc": "2.0", "id": "r-7", "method": "tools/call", "params": {"name": "read_code", '
+     b'"arguments": {"path": "a\\udfffb.py"}}}',
+     error("r-7", INVALID_PARAMS, "Invalid params: the 'path' argument is not valid Unicode text (it holds a lone "
+                                  "surrogate).")),
+    (b'{"jsonrpc": "2.0", "id": 7, "method": "x", "params": {"n": ' + b"[" * 300 + b"]" * 300 + b"}}",
+     error(7, INVALID_REQUEST, "Invalid request: the server can't read its JSON (nested too deeply?).")),
+    (b'{"jsonrpc": "2.0", "id": 7, "method": "x", "params": {"n": ' + b"[" * 950 + b'"\\ud800"' + b"]" * 950
+     + b"}}", error(7, INVALID_PARAMS, "Invalid params: the request is not valid Unicode text (it holds a lone "
+                                       "surrogate).")),
+    (b"[1, 2]", error(None, INVALID_REQUEST, "Invalid request: a JSON-RPC message is a JSON object.")),
+    (b'{"jsonrpc": "2.0", "id": 7}', error(7, INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 request or "
+                                                                "notification.")),
+])
+def test_every_line_the_sdk_cannot_read_gets_one_json_rpc_error_line(raw_server, raw, answer):
+    assert raw_server.answers_to(raw, 100) == [answer]
+    assert raw_server.answers_to(raw, 101) == [answer]  # and the server reads on
+
+
+@pytest.mark.integration
+def test_a_notification_the_sdk_cannot_read_is_not_answered(raw_server):
+    notification = b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"reason": "\\ud800"}}'
+    assert raw_server.answers_to(notification, 100) == []
+    assert raw_server.answers_to(b"", 101) == []  # nor a blank line

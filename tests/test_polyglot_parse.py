@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from codeqa.core.records import FileParse
-from codeqa.indexing.indexer import file_rows
+from codeqa.indexing.file_rows import file_rows
 from codeqa.parsing.repo_files import walk_repo
 from codeqa.parsing.languages import LANGUAGES
 from codeqa.parsing.references import resolve_references

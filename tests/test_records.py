@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from codeqa.core.records import FileParse, ManifestEntry, Reference, RepoInfo, RepoStats, SymbolInfo
+from codeqa.core.records import Binding, FileParse, ManifestEntry, Reference, RepoInfo, RepoStats, SymbolInfo
 
 pytestmark = pytest.mark.unit
 
@@ -43,7 +43,11 @@ def test_manifests_written_before_typed_records_still_decode() -> None:
 
 
 def test_manifest_entry_rows_and_stat_checks() -> None:
-    entry = ManifestEntry("a.py", "f" * 64, "python", 120, 1_700_000_000_000_000_000, False, True, PARSE.to_json())
+    entry = ManifestEntry("a.py", "f" * 64, "python", 120, 1_700_000_000_000_000_000, False, True, PARSE.to_json(),
+                          PARSE.bindings_json())
+    bound = FileParse("a.py", "python", bindings=(Binding("var", "cart", "Cart", "main"),))
+    assert FileParse.from_json(bound.to_json(), "a.py", "python", bound.bindings_json()) == bound
+    assert "Cart" not in bound.to_json()  # the bindings are kept apart, read back together
     assert ManifestEntry.from_row(entry.to_row()) == entry
     assert entry.parse.references[1].qualifier == "self.lines"
     assert entry.same_stat(120, 1_700_000_000_000_000_000)

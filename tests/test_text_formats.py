@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from codeqa.indexing.indexer import file_rows, text_fallback_notice
+from codeqa.indexing.file_rows import file_rows, text_fallback_notice
 from codeqa.parsing.repo_files import walk_repo
 from codeqa.parsing.doc_sections import split_sections
 from codeqa.parsing.module_code import CHUNK_CHARS, MAX_CHUNKS, line_chunks

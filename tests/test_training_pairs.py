@@ -103,7 +103,7 @@ def test_definition_texts_are_what_the_index_embeds_for_each_definition() -> Non
     """The matcher trains on the rows' own embedding text (path, kind and name, signature,
     code), keyed by qualified name and start line as the pairs name them."""
     from codeqa.store.rows import embedding_text
-    from codeqa.indexing.indexer import file_rows
+    from codeqa.indexing.file_rows import file_rows
     from codeqa.parsing.repo_files import SourceFile
     from training.train_embedder import definition_texts
 

@@ -737,6 +737,25 @@ def test_rust_constants_of_impls_but_not_of_function_bodies_and_macro_calls() ->
         ("restock", "call", None), ("restock", "call", "crate")}  # std's println! is left out
 
 
+@pytest.mark.parametrize("language, source, reads", [
+    ("python", "from .config import TAX, RATE\nimport config\nMAX = 3\nclass C:\n    LIMIT = 1\n"
+               "def f(x, KEY=1):\n    RATE = 2\n    g(KEY=TAX)\n    return x > MAX or config.MIN or RATE\n",
+     {("TAX", None, 8), ("MAX", None, 9), ("MIN", "config", 9)}),
+    ("javascript", "import { MAX } from './limits'\nconst TOP = 1\nfunction f(n) {\n  const LOCAL = 2\n"
+                   "  return n > MAX ? limits.MIN : LOCAL + TOP\n}\n",
+     {("MAX", None, 5), ("MIN", "limits", 5), ("TOP", None, 5)}),
+    ("go", "package p\n\nconst Max = 3\n\nfunc F(n int) bool {\n\tLocal := 2\n"
+           "\treturn n > Max && n > other.Min && n > Local\n}\n",
+     {("Max", None, 7), ("Min", "other", 7)}),
+    ("rust", "use crate::limits::MAX;\nconst TOP: u8 = 1;\nfn f(n: u8) -> bool {\n    let LOCAL = 2;\n"
+             "    n > MAX || n > limits::MIN || n > TOP || n > LOCAL\n}\n",
+     {("MAX", None, 5), ("MIN", "limits", 5), ("TOP", None, 5)}),
+])
+def test_reads_of_values_are_references_but_not_imports_writes_or_shadowing_locals(language, source, reads) -> None:
+    parsed = parse_source(source, language)
+    assert {(r.name, r.qualifier, r.line) for r in parsed.references if r.kind == "read"} == reads
+
+
 def test_js_constants_file() -> None:
     parsed = parse("web/js/constants.js")
     assert table(parsed) == {

@@ -10,30 +10,36 @@ Keys (all under one prefix, all with a TTL that each write renews):
 an embedded server that died is started again by the call that finds it gone.
 
 A stalled Redis (hung, stopped, swapping) must not stall the app: a call waits at most
-`REDIS_TIMEOUT`, and after a timeout calls fail at once for `QUIET_SECONDS` before one tries
-again, so a page or a chat turn spends one timeout, not one per call. A Redis that can't write
-to its disk (`MISCONF`: full, read-only) still answers reads; writes and pings fail with a
-message that says so ("the disk is full").
+`REDIS_TIMEOUT` and is not tried again (`embedded_redis.redis_client`). The first timeout is
+noticed for every thread: calls then fail at once for `QUIET_SECONDS`, after which one call
+tries Redis again while the others go on failing at once until it knows. So a page or a chat
+turn spends at most one timeout, and a stopped Redis costs the app one timeout per quiet
+period, not one per request. A Redis that can't write to its disk (`MISCONF`: full,
+read-only) still answers reads; writes and pings fail with a message that says so ("the
+disk is full").
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import redis
 
-from codeqa.chat.embedded_redis import EmbeddedRedis, EmbeddedRedisBusy, EmbeddedRedisError
+from codeqa.chat.embedded_redis import EmbeddedRedis, EmbeddedRedisBusy, EmbeddedRedisError, redis_client
 from codeqa.core.errors import UnavailableError, one_line
 
 log = logging.getLogger("codeqa.chat_store")
 
 DEFAULT_PREFIX = "codeqa"
-REDIS_TIMEOUT = 2.0  # seconds a call waits for Redis to connect or answer
+REDIS_TIMEOUT = 2.0  # seconds a call waits for Redis to connect or answer, once
 QUIET_SECONDS = 10.0  # after a timeout, calls fail at once this long before one tries again
+TRYING = math.inf  # the quiet period while one call tries a stalled Redis again
 
 
 class ChatStoreUnavailable(UnavailableError):
@@ -84,13 +90,12 @@ class ChatStore:
         self.max_messages = max_messages
         self.description = description
         self._quiet_until = 0.0  # time.monotonic() before which calls fail at once (after a timeout)
+        self._quiet_lock = threading.Lock()  # guards `_quiet_until`: one for every thread
 
     @classmethod
     def connect(cls, redis_url: str, data_dir: Path, **kwargs) -> ChatStore:
         if redis_url:
-            client = redis.Redis.from_url(
-                redis_url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT, health_check_interval=30
-            )
+            client = redis_client(REDIS_TIMEOUT, url=redis_url)
             return cls(client, description=f"Redis at {_redact(redis_url)}", **kwargs)
         embedded = EmbeddedRedis(data_dir, socket_timeout=REDIS_TIMEOUT)
         embedded.client()  # start it now: a server that can't start is reported at start-up
@@ -101,8 +106,33 @@ class ChatStore:
 
     def _call(self, action):
         """Run `action(client)`; every failure is a `ChatStoreUnavailable` saying why."""
-        if time.monotonic() < self._quiet_until:
-            raise self._stalled()
+        trying_again = self._enter()
+        try:
+            return self._run(action)
+        finally:
+            if trying_again:
+                self._leave()
+
+    def _enter(self) -> bool:
+        """Fail at once while Redis is known to be stalled. The first call after a quiet period
+        tries it again (True), and the others go on failing at once until that one knows."""
+        with self._quiet_lock:
+            if time.monotonic() < self._quiet_until:
+                raise self._stalled()
+            if not self._quiet_until:
+                return False
+            self._quiet_until = TRYING
+            return True
+
+    def _leave(self) -> None:
+        """The call that tried a stalled Redis again is done: unless it timed out too (which
+        started a new quiet period), Redis answers again."""
+        with self._quiet_lock:
+            if self._quiet_until == TRYING:
+                self._quiet_until = 0.0
+
+    def _run(self, action):
+        """`action` on the store's Redis; every failure a `ChatStoreUnavailable`."""
         try:
             if self._embedded is not None:
                 return self._embedded_call(action, self._embedded)
@@ -136,7 +166,8 @@ class ChatStore:
         try:
             return action(client)
         except redis.TimeoutError as exc:
-            self._quiet_until = time.monotonic() + QUIET_SECONDS
+            with self._quiet_lock:
+                self._quiet_until = time.monotonic() + QUIET_SECONDS
             log.warning("%s did not answer within %g s", self.description, REDIS_TIMEOUT)
             raise self._stalled() from exc
         except redis.ResponseError as exc:

@@ -33,6 +33,7 @@ KINDS = ("callers", "uses", "callees", "definition", "imports")
 MAX_ITEMS = 20  # what the user's list holds
 MAX_PROMPT_ITEMS = 10  # what the model's list holds: a 0.5B model restates a short list, not a long one
 IMPORT_LINES = 2  # lines either side of an import that the model sees
+_NOT_CALLS = frozenset({"type", "read"})  # reference kinds that are no call: a type use, a value read
 
 # --- Recognising a structural question -------------------------------------------------------------
 
@@ -287,9 +288,10 @@ def _definitions(lookup: Lookup, facts: IndexFacts, rows: list[dict], rank: floa
 
 def _callers(lookup: Lookup, facts: IndexFacts, row: dict, rank: float) -> None:
     """One item per calling definition (its first use of X), resolved uses before name matches
-    (`Lookup.uses` ranks them); for "what calls", a type use (an annotation) is not a call."""
+    (`Lookup.uses` ranks them); for "what calls", a type use (an annotation) or a value read is
+    not a call."""
     uses = [use for _, use in lookup.uses([row])]
-    calls = [use for use in uses if use["kind"] != "type"] if facts.ask.kind == "callers" else uses
+    calls = [use for use in uses if use["kind"] not in _NOT_CALLS] if facts.ask.kind == "callers" else uses
     seen: set[tuple[str, str]] = set()
     for use in calls:
         text = lookup.text(use["file_path"])
@@ -320,7 +322,7 @@ def _callees(lookup: Lookup, facts: IndexFacts, row: dict, rank: float) -> None:
         site
         for parse in parses
         for site in parse.references
-        if site.kind != "type" and row["start_line"] <= site.line <= row["end_line"]
+        if site.kind not in _NOT_CALLS and row["start_line"] <= site.line <= row["end_line"]
     ]
     call_lines = frozenset(site.line for site in sites)
     facts.spans.append(Span(row["file_path"], row["start_line"], row["end_line"], facts.label, rank, call_lines))

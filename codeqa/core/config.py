@@ -151,6 +151,14 @@ class Settings:
         shown="$CODEQA_DATA_DIR/lancedb",
     )
     max_file_bytes: int = setting("CODEQA_MAX_FILE_BYTES", 1_000_000, "larger files are skipped", integer(1))
+    index_processes: int = setting(
+        "CODEQA_INDEX_PROCESSES",
+        None,
+        "processes that parse files in an index run (1: the run's own only)",
+        integer(1),
+        factory=usable_cores,
+        shown="(every usable core)",
+    )
     write_batch: int = setting(
         "CODEQA_WRITE_BATCH",
         200,

@@ -13,6 +13,8 @@ from __future__ import annotations
 import errno
 import os
 import re
+import select
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import PurePosixPath
@@ -116,14 +118,44 @@ def cli_exit(exc: CodeQAError | OSError) -> int:
 
 def run_cli(work: Callable[[], int]) -> int:
     """Run a command-line tool's work and return its exit status: an error a user can act on
-    (`user_error`) is one line on stderr; a bug keeps its traceback."""
+    (`user_error`) is one line on stderr; a bug keeps its traceback; a reader of the output
+    that went away (`codeqa search ... | head -2`) ends it quietly (`closed_pipe`)."""
     try:
-        return work()
+        status = work()
+        sys.stdout.flush()  # the output's last block: a reader gone by now is found here, not at exit
+        return status
     except Exception as exc:
+        if isinstance(exc, BrokenPipeError) and _stdout_gone():
+            return closed_pipe()
         problem = user_error(exc)
         if problem is None:
             raise
         return cli_exit(problem)
+
+
+def _stdout_gone() -> bool:
+    """Whether standard output is a pipe whose reader has closed it (poll reports an error on
+    it): a broken pipe elsewhere (a socket) is an error to report, not a reader gone."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
+def closed_pipe() -> int:
+    """End a command whose output's reader went away as Unix tools end: without a word, with
+    the status a shell reports for a tool that SIGPIPE stopped (141: 128 + SIGPIPE; Python
+    ignores the signal, so a write raised `BrokenPipeError` instead). Standard output is
+    pointed at /dev/null first, or Python's own flush at exit would fail again, out loud."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass  # stdout is not a file descriptor (a test's capture): nothing flushes it at exit
+    return 128 + signal.SIGPIPE
 
 
 def is_valid_unicode(text: str) -> bool:

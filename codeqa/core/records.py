@@ -20,10 +20,10 @@ EXPRESSION_QUALIFIER = "()"
 
 @dataclass(frozen=True)
 class Reference:
-    """A use of a name, as the parser found it: a call, an instantiation or a type use."""
+    """A use of a name, as the parser found it: a call, an instantiation, a type use or a value read."""
 
     name: str
-    kind: str  # call | new | type
+    kind: str  # call | new | type | read
     qualifier: str | None  # `obj` of `obj.m()`, `Foo` of `Foo::new()`, EXPRESSION_QUALIFIER; None when bare
     line: int
     column: int
@@ -66,10 +66,12 @@ _REFERENCE_FIELDS = tuple(f.name for f in fields(Reference))
 class FileParse:
     """One file's definitions, references and imports: the input of reference resolution.
 
-    The manifest keeps it (column `parsed`) so an edit elsewhere re-resolves references
-    without re-parsing this file. The stored JSON is compact (lists in field order, without
-    the path and language the manifest entry already holds); `to_json` and `from_json` are
-    the only code that knows that layout.
+    The manifest keeps it so an edit elsewhere re-resolves references without re-parsing this
+    file: its bindings in column `bindings` (every run reads them all to learn the repo's types,
+    so they are kept apart from the far larger references), the rest in column `parsed`. The
+    stored JSON is compact (lists in field order, without the path and language the manifest
+    entry already holds); `to_json`, `bindings_json` and `from_json` are the only code that
+    knows that layout.
     """
 
     file_path: str
@@ -87,14 +89,17 @@ class FileParse:
                 "references": [[getattr(r, name) for name in _REFERENCE_FIELDS] for r in self.references],
                 "imports": list(self.imports),
                 "imported_names": list(self.imported_names),
-                "bindings": [[b.kind, b.name, b.type, b.enclosing] for b in self.bindings],
             },
             separators=(",", ":"),
         )
 
+    def bindings_json(self) -> str:
+        return json.dumps([[b.kind, b.name, b.type, b.enclosing] for b in self.bindings], separators=(",", ":"))
+
     @classmethod
-    def from_json(cls, text: str, file_path: str, language: str) -> FileParse:
-        data = json.loads(text)
+    def from_json(cls, text: str, file_path: str, language: str, bindings: str = "") -> FileParse:
+        """The parse results from their two stored texts; `text` "" reads the bindings alone."""
+        data = json.loads(text) if text else {"symbols": [], "references": [], "imports": [], "imported_names": []}
         return cls(
             file_path=file_path,
             language=language,
@@ -113,13 +118,15 @@ class FileParse:
             references=tuple(Reference(*r) for r in data["references"]),
             imports=tuple(data["imports"]),
             imported_names=tuple(data["imported_names"]),
-            bindings=tuple(Binding(*b) for b in data.get("bindings", ())),  # none before bindings were kept
+            bindings=tuple(Binding(*b) for b in json.loads(bindings)) if bindings else (),
         )
 
 
 @dataclass(frozen=True)
-class ManifestEntry:
-    """One indexed file as the manifest (the `<prefix>__files` table) records it."""
+class FileState:
+    """One indexed file as the manifest (the `<prefix>__files` table) records it, without its
+    parse results: what an index plan compares a walk with (a large repo's parse results are
+    hundreds of MB, which a plan never needs)."""
 
     file_path: str
     sha256: str
@@ -130,12 +137,6 @@ class ManifestEntry:
     mtime_ns: int
     non_utf8: bool
     has_errors: bool
-    parsed: str  # FileParse JSON
-
-    @cached_property
-    def parse(self) -> FileParse:
-        """The decoded parse results (decoded once, on first use)."""
-        return FileParse.from_json(self.parsed, self.file_path, self.language)
 
     def same_stat(self, size: int, mtime_ns: int) -> bool:
         """Whether size and mtime say the file is the one recorded, so it need not be read."""
@@ -145,17 +146,38 @@ class ManifestEntry:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
+    def state_of(cls, row: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields of a manifest row, tolerant of rows from before sizes and mtimes were kept."""
+        return {
+            "file_path": row["file_path"],
+            "sha256": row["sha256"],
+            "language": row["language"],
+            "size": row.get("size") or 0,
+            "mtime_ns": row.get("mtime_ns") or 0,
+            "non_utf8": bool(row.get("non_utf8")),
+            "has_errors": bool(row.get("has_errors")),
+        }
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> FileState:
+        return cls(**cls.state_of(row))
+
+
+@dataclass(frozen=True)
+class ManifestEntry(FileState):
+    """A manifest entry whole: the file's state and its parse results."""
+
+    parsed: str  # FileParse JSON, its bindings apart
+    bindings: str  # FileParse.bindings_json()
+
+    @cached_property
+    def parse(self) -> FileParse:
+        """The decoded parse results (decoded once, on first use)."""
+        return FileParse.from_json(self.parsed, self.file_path, self.language, self.bindings)
+
+    @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> ManifestEntry:
-        return cls(
-            file_path=row["file_path"],
-            sha256=row["sha256"],
-            language=row["language"],
-            size=row.get("size") or 0,
-            mtime_ns=row.get("mtime_ns") or 0,
-            non_utf8=bool(row.get("non_utf8")),
-            has_errors=bool(row.get("has_errors")),
-            parsed=row["parsed"],
-        )
+        return cls(**cls.state_of(row), parsed=row["parsed"], bindings=row.get("bindings") or "")
 
 
 def _int_map(value: Any) -> dict[str, int]:

@@ -12,7 +12,9 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -31,6 +33,19 @@ def yield_cpu(niceness: int) -> None:
     """Lower this process's CPU priority by `niceness` (threads started later inherit it)."""
     if niceness > 0 and hasattr(os, "nice"):
         os.nice(niceness)
+
+
+def yield_thread_cpu(niceness: int) -> None:
+    """Lower the calling thread's CPU priority by `niceness`, and only its own: background work
+    in a server (an MCP server's index job) lets the same process's searches go first. Linux
+    gives each thread its own nice value; elsewhere this does nothing."""
+    if niceness <= 0 or not sys.platform.startswith("linux"):
+        return
+    thread = threading.get_native_id()
+    try:
+        os.setpriority(os.PRIO_PROCESS, thread, os.getpriority(os.PRIO_PROCESS, thread) + niceness)
+    except OSError:  # a sandbox that forbids it: the work just runs at the normal priority
+        pass
 
 
 def free_port() -> int:

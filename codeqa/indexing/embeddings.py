@@ -46,6 +46,10 @@ class EmbeddingError(UnavailableError):
 
 class Embedder(Protocol):
     model_id: str
+    # Cheap enough to embed rows while they are parsed (a static model: a lookup and a mean),
+    # so an index run writes rows with their vectors at once; else rows are written first and
+    # embedded after (`indexer.fill_vectors`), the repo searchable by text meanwhile.
+    inline: bool
 
     @property
     def dim(self) -> int: ...
@@ -182,6 +186,7 @@ class LocalEmbedder:
     ) -> None:
         self.model = model or base_model()
         self.model_id = self.model.model_id
+        self.inline = False
         self.batch_size = batch_size
         self.device = device
         self.max_tokens = max_tokens
@@ -243,6 +248,7 @@ class OpenAIEmbedder:
     def __init__(
         self, model: str, base_url: str = "", api_key: str = "", batch_size: int = 64, timeout: float = 60.0
     ) -> None:
+        self.inline = False
         from openai import OpenAI
 
         self.model = model

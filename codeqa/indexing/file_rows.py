@@ -14,6 +14,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from codeqa.core.records import FileParse, ManifestEntry, SymbolInfo
+from codeqa.indexing.embeddings import Embedder
+from codeqa.indexing.index_plan import recorded_mtime
 from codeqa.parsing.doc_sections import split_sections
 from codeqa.parsing.languages import (
     DOC_KIND,
@@ -29,9 +31,9 @@ from codeqa.parsing.languages import (
     table_of,
 )
 from codeqa.parsing.module_code import chunks_with_rows, file_head, line_chunks
-from codeqa.parsing.repo_files import SourceFile
+from codeqa.parsing.repo_files import ReadFile, SourceFile, read_source
 from codeqa.parsing.treesitter import ParsedFile, parse_source
-from codeqa.store.rows import file_text, prepare_row
+from codeqa.store.rows import embedding_text, file_text, prepare_row
 from codeqa.store.schema import ROW_TABLES
 
 
@@ -240,8 +242,26 @@ def file_rows(repo: str, file: SourceFile, mtime_ns: int) -> FileRows:
         non_utf8=file.decoded_with_replacement,
         has_errors=parsed.has_errors,
         parsed=parse.to_json(),
+        bindings=parse.bindings_json(),
     )
     by_table: dict[str, list[dict]] = {name: [] for name in ROW_TABLES}
     for row in rows:
         by_table[table_of(row["kind"])].append(prepare_row(row))
     return FileRows(manifest, by_table, parsed.too_deep)
+
+
+def parse_file(
+    repo: str, planned: ReadFile, max_file_bytes: int, walked_at_ns: int, embedder: Embedder | None = None
+) -> FileRows | str:
+    """Read a planned file again and parse it into rows, with their vectors when `embedder` is
+    given (an inline one: `Embedder.inline`); the reason it is skipped when its content now
+    rules it out (it changed or went away since the plan was made). Runs in a worker process."""
+    source = read_source(planned, max_file_bytes)
+    if isinstance(source, str):
+        return source
+    parsed = file_rows(repo, source, recorded_mtime(source.mtime_ns, walked_at_ns))
+    if embedder is not None:
+        rows = [row for table in parsed.rows.values() for row in table]
+        for row, vector in zip(rows, embedder.embed([embedding_text(row) for row in rows]), strict=True):
+            row["vector"] = vector
+    return parsed

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from codeqa.core.records import ManifestEntry
-from codeqa.parsing.repo_files import FoundFile, SourceFile
+from codeqa.core.records import FileState
+from codeqa.parsing.repo_files import FoundFile, ReadFile, SourceFile
 
 # A file modified this close to the walk is hashed again next run rather than trusted by mtime:
 # coarse filesystem clocks (FAT: 2 s) could give a further edit the same timestamp.
@@ -30,16 +30,16 @@ RACY_NS = 2_000_000_000
 class IndexPlan:
     """One run's refresh: every current file is in exactly one of add, change and unchanged."""
 
-    add: tuple[SourceFile, ...]
-    change: tuple[SourceFile, ...]
+    add: tuple[ReadFile, ...]  # read and hashed; the writer reads them again to parse them
+    change: tuple[ReadFile, ...]
     delete: tuple[str, ...]  # paths with manifest entries or rows but no current file
     unchanged: tuple[FoundFile, ...]
-    restat: tuple[ManifestEntry, ...]  # unchanged content whose new size/mtime to record
+    restat: tuple[FileState, ...]  # unchanged content whose new size/mtime to record
     non_utf8: int  # current files decoded with replacement characters
     deleted_from_manifest: int  # how many of `delete` the manifest lists (the rest are leftovers)
 
     @property
-    def to_write(self) -> list[SourceFile]:
+    def to_write(self) -> list[ReadFile]:
         """Added and changed files in path order: parsed, embedded and written in batches."""
         return sorted(self.add + self.change, key=lambda source: source.path)
 
@@ -61,7 +61,7 @@ def recorded_mtime(mtime_ns: int, walked_at_ns: int) -> int:
 
 def plan_index(
     found: Sequence[FoundFile],
-    manifest: Mapping[str, ManifestEntry],
+    manifest: Mapping[str, FileState],
     stored_paths: Collection[str],
     read: Callable[[FoundFile], SourceFile | None],
     walked_at_ns: int,
@@ -69,10 +69,10 @@ def plan_index(
     """Decide what the run does. `read` is called only for files whose size or mtime differ
     from the manifest (or that it lacks); it returns None for a file its content rules out,
     which then counts as gone."""
-    add: list[SourceFile] = []
-    change: list[SourceFile] = []
+    add: list[ReadFile] = []
+    change: list[ReadFile] = []
     unchanged: list[FoundFile] = []
-    restat: list[ManifestEntry] = []
+    restat: list[FileState] = []
     non_utf8 = 0
     for file in found:
         entry = manifest.get(file.path)
@@ -85,11 +85,11 @@ def plan_index(
             continue
         non_utf8 += source.decoded_with_replacement
         if entry is None:
-            add.append(source)
+            add.append(source.without_text())
         elif entry.sha256 != source.sha256:
-            change.append(source)
+            change.append(source.without_text())
         else:
-            unchanged.append(source)
+            unchanged.append(source.without_text())
             mtime = recorded_mtime(source.mtime_ns, walked_at_ns)
             if (entry.size, entry.mtime_ns) != (source.size, mtime):
                 restat.append(replace(entry, size=source.size, mtime_ns=mtime))

@@ -14,28 +14,30 @@ import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import lancedb
 import numpy as np
 
 from codeqa.core.config import Settings
 from codeqa.core.errors import CodeQAError
-from codeqa.core.records import ManifestEntry, RepoInfo, RepoStats
+from codeqa.core.records import FileParse, RepoInfo, RepoStats
 from codeqa.indexing.embeddings import Embedder, EmbeddingError, get_embedder
-from codeqa.indexing.file_rows import file_rows, text_fallback_notice
-from codeqa.indexing.index_plan import IndexPlan, plan_index, recorded_mtime
-from codeqa.indexing.progress import Progress
+from codeqa.indexing.file_rows import FileRows, text_fallback_notice
+from codeqa.indexing.index_plan import IndexPlan, plan_index
+from codeqa.indexing.progress import Progress, StageListener
 from codeqa.indexing.vectors import embedding_batches, reuse_vectors
+from codeqa.indexing.workers import Parsers
 from codeqa.parsing.languages import (
     CONSTRUCTOR_CALLS,
     table_of,
 )
-from codeqa.parsing.references import is_resolved, resolve_references
-from codeqa.parsing.repo_files import RepoPathError, SourceFile, WalkReport, walk_repo
+from codeqa.parsing.references import Resolver, Use, is_resolved, use_order
+from codeqa.parsing.repo_files import ReadFile, WalkReport, repo_root, walk_repo
 from codeqa.store import registry
 from codeqa.store.connection import connect
 from codeqa.store.create_tables import RepoTables
@@ -43,11 +45,26 @@ from codeqa.store.errors import IndexStoreError, ModelMismatchError
 from codeqa.store.lease import IndexBusyError, RepoLock
 from codeqa.store.schema import INDEX_VERSION, MAX_STORED_REFERENCES, ROW_TABLES
 
+if TYPE_CHECKING:
+    import lancedb
+
 log = logging.getLogger("codeqa.index")
 
 # Distinct texts embedded (and their vectors written) at a time: a few seconds of the local
 # model on CPU, so progress moves and a crash loses little; shorter batches cost more merges.
 VECTOR_BATCH = 512
+
+# What a run tells `on_progress(stage, done, total)`, in order: the lock is taken and the walk
+# begins ("walking"), changed files are parsed and written (files), references are resolved,
+# the index is searchable ("searchable": rows with their vector, of all rows), rows are
+# embedded (rows). Parsing is reported even with nothing to parse (a total of 0); embedding only
+# when rows wait for their vectors. The listener may raise to stop the run between two steps (a cancelled job).
+RunListener = Callable[[str, int, int], None]
+WALKING, PARSING, REFERENCES, SEARCHABLE, EMBEDDING = "walking", "parsing", "references", "searchable", "embedding"
+
+
+def _no_listener(stage: str, done: int, total: int) -> None:
+    """The default listener: nobody is listening."""
 
 
 class NothingToIndexError(CodeQAError):
@@ -165,23 +182,6 @@ def _new_generation(db, name: str, root: Path, embedder: Embedder, register: boo
     return RepoTables(db, info)
 
 
-def _repo_root(root: str | Path) -> Path:
-    """The repository folder a user named, resolved; a one-line error for anything else."""
-    if not str(root).strip():
-        raise RepoPathError("The repository path is empty: give the folder to index.")
-    root_path = Path(root).expanduser()
-    if not root_path.exists():
-        raise RepoPathError(f"{root} does not exist.")
-    if not root_path.is_dir():
-        raise RepoPathError(f"{root} is not a directory.")
-    resolved = root_path.resolve()
-    try:
-        str(resolved).encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise RepoPathError(f"{ascii(str(resolved))} is not a valid UTF-8 path: rename the folder.") from exc
-    return resolved
-
-
 def index_repo(
     root: str | Path,
     settings: Settings,
@@ -191,6 +191,7 @@ def index_repo(
     db: lancedb.DBConnection | None = None,
     wait: float = 0.0,
     embedder: Embedder | None = None,
+    on_progress: RunListener = _no_listener,
 ) -> IndexReport:
     """Bring the index of `root` up to date and return what was done (in `db`, else a new
     connection to the configured database; with `embedder`, else the configured model: the
@@ -198,17 +199,43 @@ def index_repo(
 
     One run per repo at a time (`index_lock`): if another run holds the repo's lock, wait up to
     `wait` seconds for it, then `IndexBusyError`. Files parsed and rows embedded are reported
-    on stderr as they go (`Progress`) unless `progress` is False."""
+    on stderr as they go (`Progress`) unless `progress` is False, and to `on_progress` always
+    (`RunListener`)."""
     db = db if db is not None else connect(settings)
     started = time.perf_counter()
-    root_path = _repo_root(root)
+    root_path = repo_root(root)
     name = resolve_repo_name(db, root_path, name)
     with batch_gc(), RepoLock(db, name, "rebuild" if rebuild else "index").held(wait) as lock:
         if resolve_repo_name(db, root_path, name) != name:  # raises if another folder took the name meanwhile
             raise IndexBusyError(f"{name} was registered for another folder while this run waited; run it again.")
+        on_progress(WALKING, 0, 0)
         return _index_locked(
-            root_path, settings, name, rebuild, progress, db, lock, started, embedder or get_embedder(settings)
+            root_path,
+            settings,
+            name,
+            rebuild,
+            progress,
+            db,
+            lock,
+            started,
+            embedder or get_embedder(settings),
+            on_progress,
         )
+
+
+def holds_current_files(root: str | Path, settings: Settings, db: lancedb.DBConnection, name: str) -> bool:
+    """Whether the index of `name` holds the files of `root` as they are now, so that an index
+    run would write no row (it may still have vectors to embed): the same walk and plan as a
+    run (sizes and mtimes, content hashes where those differ), but read-only and without the
+    lock. A repo whose last run was interrupted before its references were resolved does not."""
+    info = registry.find_repo(db, name)
+    if info is None or not info.indexed_at or info.index_version != INDEX_VERSION or info.references_pending:
+        return False
+    walked_at = time.time_ns()
+    walked = walk_repo(repo_root(root), settings.max_file_bytes)
+    tables = RepoTables(db, info)
+    plan = plan_index(walked.files, tables.file_states(), tables.stored_file_paths(), walked.read, walked_at)
+    return not plan.writes
 
 
 def remove_repo(db: lancedb.DBConnection, name: str, wait: float = 0.0) -> RepoInfo:
@@ -228,6 +255,7 @@ def _index_locked(
     lock: RepoLock,
     started: float,
     embedder: Embedder,
+    on_progress: RunListener,
 ) -> IndexReport:
     """The run itself, under the repo's lock."""
     report = IndexReport(name=name, root=str(root_path))
@@ -250,7 +278,7 @@ def _index_locked(
         previous = RepoTables(db, existing)
 
     with _stage(report, "plan"):
-        manifest = previous.manifest() if previous else {}
+        manifest = previous.file_states() if previous else {}
         stored = previous.stored_file_paths() if previous else set()
         plan = plan_index(walked.files, manifest, stored, walked.read, walked_at)
     _report_plan(report, plan, walked)
@@ -270,15 +298,28 @@ def _index_locked(
     interrupted = repo.info.references_pending
     if plan.writes and not staging:
         registry.save_repo(db, replace(repo.info, references_pending=True))
-    _write_files(repo, plan.to_write, settings.write_batch, report, progress, walked_at, lock)
+    # What the changed files used to define and use, read before they are replaced: the names
+    # whose uses this run re-resolves. Past a share of the repo, every name is re-resolved instead.
+    changed = {f.path for f in plan.to_write} | set(plan.delete)
+    only_touched = not interrupted and len(changed) <= max(FULL_RESOLUTION_FILES, len(manifest) // 5)
+    before = (
+        [parse for chunk in repo.parses(paths=sorted(changed & set(manifest))) for parse in chunk]
+        if only_touched
+        else []
+    )
+    _write_files(
+        repo, plan.to_write, embedder, settings, report, progress, walked_at, lock, partial(on_progress, PARSING)
+    )
     if plan.restat:
         with _stage(report, "write"):
-            repo.update_manifest(plan.restat)
+            repo.record_states(plan.restat)
     with _stage(report, "delete"):
         repo.delete_files(plan.delete)
+    on_progress(REFERENCES, 0, 0)
     with _stage(report, "references"):
-        changed = None if interrupted else {f.path for f in plan.to_write} | set(plan.delete)
-        report.references, report.references_updated = update_references(repo, changed, manifest)
+        report.references, report.references_updated = update_references(
+            repo, changed if only_touched else None, before
+        )
     with _stage(report, "optimize"):
         repo.finish()
 
@@ -294,9 +335,10 @@ def _index_locked(
     registry.save_repo(db, info)
     if staging:
         registry.drop_other_generations(db, info)  # searches now use the new generation
+    on_progress(SEARCHABLE, report.rows - report.vectors_pending, report.rows)
     if report.vectors_pending:
         try:
-            fill_vectors(repo, info, embedder, report, progress, lock)
+            fill_vectors(repo, info, embedder, report, progress, lock, partial(on_progress, EMBEDDING))
         except EmbeddingError as exc:
             raise EmbeddingError(
                 f"{exc} ({name} is searchable meanwhile, by text and names and "
@@ -312,16 +354,24 @@ def _index_locked(
 
 
 def fill_vectors(
-    repo: RepoTables, info: RepoInfo, embedder: Embedder, report: IndexReport, progress: bool | None, lock: RepoLock
+    repo: RepoTables,
+    info: RepoInfo,
+    embedder: Embedder,
+    report: IndexReport,
+    progress: bool | None,
+    lock: RepoLock,
+    listener: StageListener | None = None,
 ) -> None:
     """Embed every row that has no vector yet (this run's new rows, or what an interrupted run
     left), writing each batch as soon as it is done and the count still waiting to the registry
     (the web app shows it; search ranks the waiting rows by their text meanwhile). A crash
     loses at most one batch: the next run finds the rest still without vectors."""
-    bar = Progress("Embedding", report.vectors_pending, "row", progress)
+    bar = Progress("Embedding", report.vectors_pending, "row", progress, listener)
     try:
         for table in repo.row_tables:
-            for batch in embedding_batches(repo.rows_without_vectors(table), VECTOR_BATCH):
+            for batch in (
+                batch for rows in repo.rows_without_vectors(table) for batch in embedding_batches(rows, VECTOR_BATCH)
+            ):
                 with _stage(report, "embed"):
                     vectors = embedder.embed(batch.texts)
                 ids = [row_id for row_ids in batch.row_ids for row_id in row_ids]
@@ -349,43 +399,58 @@ def _report_plan(report: IndexReport, plan: IndexPlan, walked: WalkReport) -> No
 
 def _write_files(
     repo: RepoTables,
-    todo: list[SourceFile],
-    batch_size: int,
+    todo: list[ReadFile],
+    embedder: Embedder,
+    settings: Settings,
     report: IndexReport,
     progress: bool | None,
     walked_at: int,
     lock: RepoLock,
+    listener: StageListener,
 ) -> None:
-    """Parse and write the files that changed, a batch at a time (while the lock is ours).
-    Rows whose text is unchanged keep their vector; the others get theirs in `fill_vectors`."""
-    bar = Progress("Parsing", len(todo), "file", progress)
+    """Parse and write the files that changed, a batch at a time (while the lock is ours), the
+    parsing on every core (`workers.Parsers`). Rows whose text is unchanged keep their vector;
+    the others get theirs in `fill_vectors`."""
+    bar = Progress("Parsing", len(todo), "file", progress, listener)
+    size = settings.write_batch
+    batches = [todo[start : start + size] for start in range(0, len(todo), size)]
+    parsers = Parsers(report.name, settings, walked_at, len(todo), embedder if embedder.inline else None)
     try:
-        for start in range(0, len(todo), batch_size):
-            batch = todo[start : start + batch_size]
-            with _stage(report, "parse"):
-                parsed = []
-                for file in batch:
-                    one = file_rows(report.name, file, recorded_mtime(file.mtime_ns, walked_at))
+        with parsers:
+            parsed_batches = parsers.batches(batches, bar.update)
+            for batch in batches:
+                with _stage(report, "parse"):  # the time the writer waits for the parsers
+                    results = next(parsed_batches)
+                parsed = [one for one in results if isinstance(one, FileRows)]
+                for file, one in zip(batch, results, strict=True):
+                    if isinstance(one, str):
+                        report.skipped[one] += 1  # changed or gone since the plan was made
+                        continue
                     if one.manifest.has_errors:
                         report.syntax_error_files.append(file.path)
                     if one.too_deep:
                         report.too_deep[file.path] = one.too_deep
-                    parsed.append(one)
-                    bar.update(1)
-            rows = {name: [r for p in parsed for r in p.rows[name]] for name in ROW_TABLES}
-            with _stage(report, "write"):
-                reuse_vectors([r for t in rows.values() for r in t], repo.cached_vectors([f.path for f in batch]))
-                lock.check()
-                repo.replace_files([p.manifest for p in parsed], rows)
+                with _stage(report, "write"):
+                    _write_batch(repo, parsed, lock, embedded=embedder.inline)
     finally:
         bar.close()
 
 
-def _names_touched(entries: Iterable[ManifestEntry]) -> set[str]:
+def _write_batch(repo: RepoTables, parsed: list[FileRows], lock: RepoLock, embedded: bool) -> None:
+    """One atomic write of a batch's rows; rows not `embedded` while parsed keep the vectors the
+    rows they replace had for the same text (the rest get theirs in `fill_vectors`)."""
+    rows = {name: [r for p in parsed for r in p.rows[name]] for name in ROW_TABLES}
+    if not embedded:
+        paths = [p.manifest.file_path for p in parsed]
+        reuse_vectors([r for t in rows.values() for r in t], repo.cached_vectors(paths))
+    lock.check()
+    repo.replace_files([p.manifest for p in parsed], rows)
+
+
+def _names_touched(parses: Iterable[FileParse]) -> set[str]:
     """Names defined or used (incl. `Foo` of `Foo::new()`) in these files' parse results."""
     names: set[str] = set()
-    for entry in entries:
-        parse = entry.parse
+    for parse in parses:
         names.update(symbol.name for symbol in parse.symbols)
         for reference in parse.references:
             names.add(reference.name)
@@ -394,48 +459,81 @@ def _names_touched(entries: Iterable[ManifestEntry]) -> set[str]:
     return names
 
 
-def update_references(repo: RepoTables, changed: set[str] | None, before: dict[str, ManifestEntry]) -> tuple[int, int]:
+class _UsesOf:
+    """One definition's uses as they stream in, in any order: how many resolve and in all, and
+    the first MAX_STORED_REFERENCES of each kind in `use_order` (what its row keeps)."""
+
+    __slots__ = ("resolved", "matches", "count", "total")
+
+    def __init__(self) -> None:
+        self.resolved: list[Use] = []
+        self.matches: list[Use] = []
+        self.count = 0
+        self.total = 0
+
+    def add(self, use: Use) -> None:
+        self.total += 1
+        kept = self.resolved if is_resolved(use.resolution) else self.matches
+        self.count += kept is self.resolved
+        kept.append(use)
+        if len(kept) > 2 * MAX_STORED_REFERENCES:  # amortised: sort and cut now and then
+            kept.sort(key=use_order)
+            del kept[MAX_STORED_REFERENCES:]
+
+    def stored(self) -> list[dict]:
+        """Resolved uses first, then name matches (kept for readers, not counted), each in order."""
+        ordered = sorted(self.resolved, key=use_order) + sorted(self.matches, key=use_order)
+        return [use.to_row() for use in ordered[:MAX_STORED_REFERENCES]]
+
+
+# Past this many touched names a re-resolution reads every file rather than filter by each name.
+MAX_FILTERED_NAMES = 500
+# A run that changes more files than this (and a fifth of the repo) re-resolves every name.
+FULL_RESOLUTION_FILES = 2000
+
+
+def update_references(repo: RepoTables, changed: set[str] | None, before: list[FileParse]) -> tuple[int, int]:
     """Re-resolve the references a change can affect; rewrite only rows whose uses changed.
 
     A definition's uses depend only on sites with its name, the definitions sharing that name
     and the citing files' imports — all unchanged unless its name is defined or used in a
-    changed file (old or new version). So only those names are re-resolved; `changed=None`
-    re-resolves everything (after an interrupted run). Returns (total uses, rows updated).
-    """
-    after = repo.manifest()
-    files = [entry.parse for entry in after.values()]
-    symbols = [symbol for parse in files for symbol in parse.symbols]
+    changed file (`before`: the changed files' old parse results). So only those names are
+    re-resolved, from the files that mention them; `changed=None` re-resolves everything (after an
+    interrupted run). The files' parse results stream past a chunk at a time: the resolver holds
+    the definitions and types, not the references. Returns (total uses, rows updated)."""
+    symbols = repo.symbol_infos()
+    resolver = Resolver(symbols, repo.binding_parses())
     targets = symbols
+    touched: set[str] | None = None
+    chunks = repo.parses()
     if changed is not None:
-        touched = _names_touched(
-            [before[p] for p in changed if p in before] + [after[p] for p in changed if p in after]
-        )
+        touched = _names_touched([*before, *(parse for chunk in repo.parses(paths=sorted(changed)) for parse in chunk)])
         targets = [s for s in symbols if s.name in touched]
-        files = [
-            replace(
-                parse,
-                references=tuple(
-                    r
-                    for r in parse.references
-                    if r.name in touched or (r.name in CONSTRUCTOR_CALLS and r.qualifier in touched)
-                ),
-            )
-            for parse in files
-        ]
-    uses = resolve_references(symbols, files)
+        if len(touched) <= MAX_FILTERED_NAMES:
+            chunks = repo.parses(mentioning=sorted(touched))
+    uses: dict[str, _UsesOf] = {}
+    for chunk in chunks:
+        for parse in chunk:
+            if touched is not None:
+                parse = replace(
+                    parse,
+                    references=tuple(
+                        r
+                        for r in parse.references
+                        if r.name in touched or (r.name in CONSTRUCTOR_CALLS and r.qualifier in touched)
+                    ),
+                )
+            for target, use in resolver.uses_in(parse):
+                uses.setdefault(target, _UsesOf()).add(use)
     stored = repo.stored_reference_hashes()
     updates: dict[str, list[dict]] = {"methods": [], "classes": []}
     for symbol in targets:
-        # Resolved uses first, then name matches (kept for readers, not counted as uses).
-        found = sorted(uses.get(symbol.id, []), key=lambda u: not is_resolved(u.resolution))
-        count = sum(is_resolved(u.resolution) for u in found)
-        kept = [u.to_row() for u in found[:MAX_STORED_REFERENCES]]
-        digest = (
-            hashlib.sha1(json.dumps([count, len(found), kept], sort_keys=True).encode()).hexdigest() if found else ""
-        )
+        found = uses.get(symbol.id)
+        kept = found.stored() if found else []
+        count, total = (found.count, found.total) if found else (0, 0)
+        digest = hashlib.sha1(json.dumps([count, total, kept], sort_keys=True).encode()).hexdigest() if found else ""
         if stored.get(symbol.id, digest) != digest:
-            table = table_of(symbol.kind)
-            updates[table].append(
+            updates[table_of(symbol.kind)].append(
                 {"id": symbol.id, "references": kept, "reference_count": count, "references_hash": digest}
             )
     for table, rows in updates.items():

@@ -13,17 +13,21 @@ newest version on every query, so they see it as soon as it is written, without 
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import lancedb
 import watchfiles
 from watchfiles import Change
 
 from codeqa.core.config import Settings
 from codeqa.indexing.indexer import IndexReport, index_repo
 from codeqa.parsing.repo_files import ChangeFilter, RepoPathError
+
+if TYPE_CHECKING:
+    import lancedb
 
 QUIET_MS = 800  # a burst ends after this long without events
 LOCK_WAIT_S = 3600.0  # a run of another process holding the repo's lock is waited for, not fatal
@@ -53,6 +57,25 @@ def _ignore(*_: object) -> None:
     """The default listener: nobody is listening."""
 
 
+def change_bursts(root: Path, name: str, stop: threading.Event | None = None) -> Iterator[list[str]]:
+    """The repo-relative paths of each burst of relevant changes under `root`, until `stop` is
+    set or Ctrl-C. Raises RepoPathError when the folder goes away (`name` is for the message)."""
+    for changes in watchfiles.watch(
+        root,
+        debounce=MAX_BATCH_MS,
+        step=QUIET_MS,
+        rust_timeout=CHECK_MS,
+        yield_on_timeout=True,
+        raise_interrupt=False,
+        stop_event=stop,
+    ):
+        if not root.is_dir():
+            raise _gone(root, name)
+        paths = changed_paths(root, changes)
+        if paths:
+            yield paths
+
+
 def watch_repo(
     root: str | Path,
     settings: Settings,
@@ -70,19 +93,7 @@ def watch_repo(
     report = index_repo(root, settings, name=name, progress=progress, db=db, wait=LOCK_WAIT_S)
     root_path, name = Path(report.root), report.name
     on_run(report)
-    for changes in watchfiles.watch(
-        root_path,
-        debounce=MAX_BATCH_MS,
-        step=QUIET_MS,
-        rust_timeout=CHECK_MS,
-        yield_on_timeout=True,
-        raise_interrupt=False,
-    ):
-        if not root_path.is_dir():
-            raise _gone(root_path, name)
-        paths = changed_paths(root_path, changes)
-        if not paths:
-            continue
+    for paths in change_bursts(root_path, name):
         on_changes(paths)
         try:
             report = index_repo(root_path, settings, name=name, progress=False, db=db, wait=LOCK_WAIT_S)

@@ -1,9 +1,11 @@
-"""How far one stage of an index run is, on stderr: a bar on a terminal, lines elsewhere."""
+"""How far one stage of an index run is, on stderr (a bar on a terminal, lines elsewhere), and to
+a listener (a server's index job, whose status an agent reads)."""
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 
 from tqdm import tqdm
 
@@ -11,6 +13,10 @@ from tqdm import tqdm
 # PROGRESS_STEP percent, or after PROGRESS_EVERY_S seconds without one, whichever comes first.
 PROGRESS_STEP = 10
 PROGRESS_EVERY_S = 10.0
+
+# Hears (done, total) of one stage at its start and after every step. It may raise to stop the
+# run (a cancelled job): the run stops between two steps, as if it had been killed there.
+StageListener = Callable[[int, int], None]
 
 
 def _duration(seconds: float) -> str:
@@ -27,11 +33,17 @@ class Progress:
     """How far one stage of a run is (files parsed, rows embedded), on stderr: a bar on a
     terminal; elsewhere, where a bar's carriage returns would be one endless line or nothing,
     a line per PROGRESS_STEP percent or PROGRESS_EVERY_S seconds, with the rate and the time
-    left, and one when the stage is done. `show=False` says nothing."""
+    left, and one when the stage is done. `show=False` says nothing; `listener` hears every
+    step either way."""
 
-    def __init__(self, desc: str, total: int, unit: str, show: bool | None) -> None:
+    def __init__(
+        self, desc: str, total: int, unit: str, show: bool | None, listener: StageListener | None = None
+    ) -> None:
         self.desc, self.total, self.unit = desc, total, unit
         self.enabled = show is not False and total > 0
+        self.listener = listener
+        if listener is not None:
+            listener(0, total)
         self.bar = tqdm(total=total, unit=unit, desc=desc) if self.enabled and sys.stderr.isatty() else None
         self.done = 0
         self.started = self.last_line = time.monotonic()
@@ -39,6 +51,8 @@ class Progress:
 
     def update(self, count: int) -> None:
         self.done += count
+        if self.listener is not None:
+            self.listener(self.done, self.total)
         if self.bar is not None:
             self.bar.update(count)
         elif self.enabled and self.done < self.total:

@@ -55,7 +55,8 @@ MACRO_KIND = "macro"
 CALLABLE_KINDS = FUNCTION_KINDS | {MACRO_KIND}
 # Named module-level values: constants (Python/JS UPPER_CASE and `__all__`, exported JS/TS
 # `const`, Rust `const`/`static`, Go `const`) and Go package `var`s.
-# Reading one is not recorded as a use (only calls, instantiations and type uses are).
+# Reading one is a `read` use: a name written the way the language's values are named, bare or
+# qualified (`MAX_ITEMS`, `settings.MAX_ITEMS`, Go's `ErrNotFound`); see the queries.
 VALUE_KINDS = frozenset({"constant", "variable"})
 # Class-like kinds: they own methods and collect their signatures.
 # A `namespace` is a module that is itself a definition (Ruby `module`, Elixir `defmodule`);
@@ -826,8 +827,12 @@ SECRET_NAMES = (
 )
 
 
-# Version control's own files: about the repository, not in it.
-VCS_FILES = frozenset({".gitignore", ".gitattributes", ".gitmodules", ".gitkeep", ".keep", ".hgignore", ".hgtags"})
+# CodeQA's own ignore rules, in .gitignore's syntax, at any level (`repo_files` reads them).
+IGNORE_FILE = ".codeqaignore"
+# Version control's own files (and CodeQA's ignore file): about the repository, not in it.
+VCS_FILES = frozenset(
+    {".gitignore", ".gitattributes", ".gitmodules", ".gitkeep", ".keep", ".hgignore", ".hgtags", IGNORE_FILE}
+)
 
 
 # --- Derived from the tables above ----------------------------------------------------------------

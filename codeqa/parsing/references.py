@@ -1,4 +1,5 @@
-"""Resolve raw reference sites (names at call/new/type positions) to the definitions they use.
+"""Resolve raw reference sites (names at call/new/type positions, and values read) to the
+definitions they use.
 
 Runs over the whole repo after every index run, from the per-file parse results kept in the
 manifest, so an edit in one file updates "used in" lists everywhere without re-parsing.
@@ -9,8 +10,10 @@ of its bases), a variable, parameter or field the parser saw constructed or decl
 callable of its name in the repo. A receiver known to be of a type that has no `m` (`sb =
 StringBuilder()`, an external class) uses nothing here. Anything else is a *name match*
 (resolution "name"): kept so a reader can see it, but not counted as a use. A bare `f()` is
-narrowed by the caller's class, same file, imports and same package. Every use records
-which rule decided it (`RESOLUTIONS`).
+narrowed by the caller's class, same file, imports and same package. A value read (`read`: a
+bare `MAX_ITEMS`, `settings.MAX_ITEMS`, `Limits::MAX`) reaches only the named values
+(`VALUE_KINDS`): a bare one like a bare call, a qualified one through the module the qualifier
+imports or the type it names. Every use records which rule decided it (`RESOLUTIONS`).
 """
 
 from __future__ import annotations
@@ -117,7 +120,9 @@ class _CitingFile:
 class _Types:
     """What the repo's classes are made of: their bases and their fields' types, by simple name."""
 
-    def __init__(self, symbols: list[SymbolInfo], files: list[FileParse]) -> None:
+    def __init__(self, symbols: Iterable[SymbolInfo], files: Iterable[FileParse]) -> None:
+        """From every definition, then every file's bindings, read once (`files` may be a stream
+        of parse results whose references are left out: only paths and bindings are read)."""
         self.classes: set[tuple[str, str]] = set()  # (family, simple name) of every class-like
         self.interfaces: set[tuple[str, str]] = set()  # whose methods run in their implementers
         self.kinds: dict[tuple[str, str], str] = {}  # (file, qualified name) -> kind
@@ -127,13 +132,13 @@ class _Types:
                 self.classes.add((language_family(symbol.language), symbol.name))
             if symbol.kind in _INTERFACE_KINDS:
                 self.interfaces.add((language_family(symbol.language), symbol.name))
-        # Every file stem and directory name in the repo, to tell its modules from outside ones.
-        self.repo_names = frozenset(part for parse in files for part in _path_parts(parse.file_path))
+        names: set[str] = set()  # every file stem and directory name, to tell the repo's modules from others
         self.bases: dict[tuple[str, str], set[str]] = defaultdict(set)
         self.fields: dict[tuple[str, str, str], set[str]] = defaultdict(set)
         self.returns: dict[tuple[str, str], set[str]] = defaultdict(set)  # function name -> result types
         self.package_vars: dict[tuple[str, str], set[str]] = defaultdict(set)  # (directory, name)
         for parse in files:
+            names.update(_path_parts(parse.file_path))
             fam = language_family(parse.language)
             spec = LANGUAGES.get(parse.language, _DEFAULT_SPEC)
             for binding in parse.bindings:
@@ -151,6 +156,7 @@ class _Types:
                         self.fields[(fam, owner, field)].add(binding.type)  # self.x = Cart()
                     elif not field and owner == _simple(binding.enclosing or ""):
                         self.fields[(fam, owner, head)].add(binding.type)  # a declared field
+        self.repo_names = frozenset(names)
 
     def class_around(self, file_path: str, scope: str | None) -> str | None:
         """The simple name of the innermost class-like definition enclosing `scope` (itself included)."""
@@ -234,7 +240,7 @@ class Use:
     line: int
     column: int
     text: str
-    kind: str  # call | new (instantiation) | type
+    kind: str  # call | new (instantiation) | type | read (of a value)
     resolution: str  # one of RESOLUTIONS; "name" is a name match, not a resolved use
     caller: str
 
@@ -242,38 +248,58 @@ class Use:
         return asdict(self)
 
 
-def resolve_references(symbols: Iterable[SymbolInfo], files: Iterable[FileParse]) -> dict[str, list[Use]]:
-    """Map each definition id to its uses (resolved ones and name matches), sorted by file,
-    line and column."""
-    symbols = list(symbols)
-    files = list(files)
-    types = _Types(symbols, files)
-    by_name: dict[tuple[str, str], list[SymbolInfo]] = defaultdict(list)
-    by_qualified: dict[tuple[str, str], SymbolInfo] = {}
-    for symbol in symbols:
-        by_name[(language_family(symbol.language), symbol.name)].append(symbol)
-        by_qualified.setdefault((symbol.file_path, symbol.qualified_name), symbol)
+class Resolver:
+    """Resolves the reference sites of one file at a time against the repo's definitions and types:
+    built once from every definition and every file's bindings, then fed files one by one, so a
+    large repo's references never sit in memory together."""
 
-    uses: dict[str, list[Use]] = defaultdict(list)
-    for parse in files:
+    def __init__(self, symbols: Iterable[SymbolInfo], files: Iterable[FileParse]) -> None:
+        symbols = list(symbols)
+        self.types = _Types(symbols, files)
+        self.by_name: dict[tuple[str, str], list[SymbolInfo]] = defaultdict(list)
+        self.by_qualified: dict[tuple[str, str], SymbolInfo] = {}
+        for symbol in symbols:
+            self.by_name[(language_family(symbol.language), symbol.name)].append(symbol)
+            self.by_qualified.setdefault((symbol.file_path, symbol.qualified_name), symbol)
+
+    def uses_in(self, parse: FileParse) -> list[tuple[str, Use]]:
+        """(definition id, use) for every site of the file that resolves or name-matches."""
         fam = language_family(parse.language)
         file = _CitingFile(parse)
+        found: list[tuple[str, Use]] = []
         # Within a file a site resolves the same way whenever its name, kind, qualifier and
         # scope are the same (think `self.get(...)` fifty times in one method).
         resolved: dict[tuple, list[tuple[SymbolInfo, str, str]]] = {}
         for site in parse.references:
             key = (site.name, site.kind, site.qualifier, site.enclosing)
             if key not in resolved:
-                caller = by_qualified.get((file.file_path, site.enclosing or ""))
-                own_class = types.class_around(file.file_path, site.enclosing)
-                resolved[key] = _resolve_site(site, file, fam, by_name, types, caller, own_class)
+                caller = self.by_qualified.get((file.file_path, site.enclosing or ""))
+                own_class = self.types.class_around(file.file_path, site.enclosing)
+                resolved[key] = _resolve_site(site, file, fam, self.by_name, self.types, caller, own_class)
             for target, kind, how in resolved[key]:
-                uses[target.id].append(
-                    Use(file.file_path, site.line, site.column, site.text, kind, how, site.enclosing or "")
+                found.append(
+                    (target.id, Use(file.file_path, site.line, site.column, site.text, kind, how, site.enclosing or ""))
                 )
+        return found
+
+
+def resolve_references(symbols: Iterable[SymbolInfo], files: Iterable[FileParse]) -> dict[str, list[Use]]:
+    """Map each definition id to its uses (resolved ones and name matches), sorted by file,
+    line and column."""
+    files = list(files)
+    resolver = Resolver(symbols, files)
+    uses: dict[str, list[Use]] = defaultdict(list)
+    for parse in files:
+        for target, use in resolver.uses_in(parse):
+            uses[target].append(use)
     for found in uses.values():
-        found.sort(key=lambda u: (u.file_path, u.line, u.column, u.kind))
+        found.sort(key=use_order)
     return dict(uses)
+
+
+def use_order(use: Use) -> tuple[str, int, int, str]:
+    """The order uses are listed in: by file, line, column and kind."""
+    return (use.file_path, use.line, use.column, use.kind)
 
 
 def _resolve_site(
@@ -307,6 +333,8 @@ def _resolve_site(
     elif site.kind == "new":
         classes = [s for s in candidates if s.kind not in _NOT_TYPES]
         found += _pick(classes, "new", site, file, own_class)
+    elif site.kind == "read":
+        found += _value_read([s for s in candidates if s.kind in VALUE_KINDS], site, file, types, own_class)
     else:
         kinds = [s for s in candidates if s.kind not in _NOT_TYPES]
         found += _pick(kinds, "type", site, file, own_class)
@@ -335,6 +363,21 @@ def _method_call(
     if owned:  # `Cart.m()`, `Cart::m()`: the qualifier names the class
         return [(m, "call", "qualified") for m in _narrow(owned, file)]
     return _module_call(methods, site, file, types)
+
+
+def _value_read(
+    values: list[SymbolInfo], site: Reference, file: _CitingFile, types: _Types, own_class: str | None
+) -> list[tuple[SymbolInfo, str, str]]:
+    """A value read: a bare `NAME` as a bare call is narrowed (the scope's own, the file's, an
+    imported one, ...); `Type.NAME` / `Type::NAME` a value of the type it names; `module.NAME`
+    an imported module's (nothing for a receiver of unknown type)."""
+    if not site.qualifier:
+        return _pick(_narrow_call(values, site.enclosing, own_class), "read", site, file, own_class)
+    owner = site.qualifier.split(".")[-1]
+    owned = [v for v in values if v.parent and _simple(v.parent) == owner]
+    if owned:
+        return [(v, "read", "qualified") for v in _narrow(owned, file)]
+    return _module_call([v for v in values if v.parent is None], site, file, types)
 
 
 def _module_call(

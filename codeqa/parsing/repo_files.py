@@ -16,6 +16,10 @@ Decisions worth knowing:
 - `.gitignore` files are honoured at every level (patterns relative to their own
   directory, deeper files win), plus `.git/info/exclude`. The user's global
   `core.excludesFile` is not read: the index should not depend on who runs it.
+- `.codeqaignore` files (`IGNORE_FILE`) have the same syntax and work at every level too: what
+  git tracks but the index should not hold (fixtures, generated docs). In one directory they
+  are read after `.gitignore`, so their patterns win: `!dist/api.py` there brings back a file
+  `.gitignore` leaves out (not one below an excluded directory: git's rule).
 - Symlinks are never followed. A link pointing outside the repo is `symlink_outside`;
   a directory link to itself or an ancestor is `symlink_loop`; any other link inside
   the repo is `symlink_duplicate`, because its target is indexed under its real path
@@ -36,7 +40,7 @@ import hashlib
 import os
 import stat
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 
 import pathspec
@@ -44,6 +48,7 @@ import pathspec
 from codeqa.core.errors import CodeQAError, is_valid_unicode
 from codeqa.parsing.languages import (
     DOC_LANGUAGES,
+    IGNORE_FILE,
     OTHER_LANGUAGE,
     VCS_FILES,
     VENDORED_DIRS,
@@ -142,13 +147,24 @@ class FoundFile:
 
 
 @dataclass(frozen=True)
-class SourceFile(FoundFile):
-    """A found file whose content was read and passed the content checks."""
+class ReadFile(FoundFile):
+    """A found file whose content was read, passed the content checks and was hashed. Its text is
+    not kept: an index plan holds thousands of these, and the parser reads the file again."""
 
-    text: str
     sha256: str
     decoded_with_replacement: bool
     encoding: str = "utf-8"  # or utf-16 / utf-32, by the file's byte-order mark
+
+
+@dataclass(frozen=True)
+class SourceFile(ReadFile):
+    """A read file with its text."""
+
+    text: str = field(kw_only=True)
+
+    def without_text(self) -> ReadFile:
+        """What a plan keeps of it."""
+        return ReadFile(**{f.name: getattr(self, f.name) for f in fields(ReadFile)})
 
 
 @dataclass
@@ -157,17 +173,28 @@ class WalkReport:
 
     max_file_bytes: int = 1_000_000
     files: list[FoundFile] = field(default_factory=list)
-    skipped: Counter[str] = field(default_factory=Counter)
-    skipped_examples: dict[str, list[str]] = field(default_factory=dict)
+    skips: list[tuple[str, str]] = field(default_factory=list)  # (reason, path; a pruned folder ends in /)
     non_utf8: int = 0  # of the files read so far
     bom_decoded: Counter[str] = field(default_factory=Counter)  # utf-16/utf-32 files read so far
 
     def skip(self, reason: str, rel_path: str) -> None:
-        """Count a skipped path and keep a few examples for the CLI summary."""
-        self.skipped[reason] += 1
-        examples = self.skipped_examples.setdefault(reason, [])
-        if len(examples) < MAX_EXAMPLES:
-            examples.append(rel_path)
+        """Record a skipped path and why (a pruned folder once, not the files below it)."""
+        self.skips.append((reason, rel_path))
+
+    @property
+    def skipped(self) -> Counter[str]:
+        """How many paths were skipped, by reason."""
+        return Counter(reason for reason, _ in self.skips)
+
+    @property
+    def skipped_examples(self) -> dict[str, list[str]]:
+        """The first few skipped paths of each reason, for a summary."""
+        examples: dict[str, list[str]] = {}
+        for reason, path in self.skips:
+            shown = examples.setdefault(reason, [])
+            if len(shown) < MAX_EXAMPLES:
+                shown.append(path)
+        return examples
 
     def read(self, found: FoundFile) -> SourceFile | None:
         """Read one found file; None (and the reason counted) when its content rules it out."""
@@ -187,7 +214,8 @@ class WalkReport:
 
 @dataclass(frozen=True)
 class _IgnoreLayer:
-    """The patterns of one `.gitignore`, relative to `base` ("" or "dir/sub/")."""
+    """The patterns of one directory's `.gitignore` and `.codeqaignore`, relative to `base`
+    ("" or "dir/sub/")."""
 
     base: str
     spec: pathspec.PathSpec
@@ -199,7 +227,7 @@ def hash_bytes(data: bytes) -> str:
 
 
 def _is_ignored(rel_path: str, is_dir: bool, layers: tuple[_IgnoreLayer, ...]) -> bool:
-    """Git semantics: the deepest `.gitignore` with a matching pattern decides."""
+    """Git semantics: the deepest directory with a matching pattern decides."""
     for layer in reversed(layers):
         if not rel_path.startswith(layer.base):
             continue
@@ -219,7 +247,8 @@ def _read_patterns(path: str) -> list[str]:
 
 
 def _layer_for(abs_dir: str, rel_dir: str, is_root: bool) -> _IgnoreLayer | None:
-    lines = _read_patterns(os.path.join(abs_dir, ".gitignore"))
+    """One directory's ignore patterns: `.gitignore`, then `.codeqaignore` (later lines win)."""
+    lines = _read_patterns(os.path.join(abs_dir, ".gitignore")) + _read_patterns(os.path.join(abs_dir, IGNORE_FILE))
     if is_root:
         # exclude comes first so the checked-in .gitignore overrides it.
         lines = _read_patterns(os.path.join(abs_dir, ".git", "info", "exclude")) + lines
@@ -421,10 +450,10 @@ class ChangeFilter:
     file or directory, existing or deleted) can change what the walk finds.
 
     A change under `.git/`, a vendored or ignored directory, or to an ignored, binary-by-name or
-    secret file cannot; a `.gitignore` can, and so can a directory created or moved in (its
-    files may arrive as one event), and any other file (every text file is indexed). Content
-    checks stay with the walk. `.gitignore` files are read once per instance: make one per
-    batch of changes.
+    secret file cannot; a `.gitignore` or `.codeqaignore` can, and so can a directory created or
+    moved in (its files may arrive as one event), and any other file (every text file is
+    indexed). Content checks stay with the walk. Ignore files are read once per instance: make
+    one per batch of changes.
     """
 
     def __init__(self, root: Path) -> None:
@@ -455,7 +484,7 @@ class ChangeFilter:
         abs_path = os.path.join(self.root, rel_path)
         if os.path.isdir(abs_path):
             return not _is_vendored_dir(name, abs_path) and not _is_ignored(rel_path, True, layers)
-        if name == ".gitignore":
+        if name in (".gitignore", IGNORE_FILE):
             return True
         if _is_ignored(rel_path, False, layers) or PurePosixPath(name).suffix.lower() in BINARY_EXTENSIONS:
             return False
@@ -488,6 +517,23 @@ def read_source(found: FoundFile, max_file_bytes: int) -> SourceFile | str:
         decoded_with_replacement=replaced,
         encoding=encoding or "utf-8",
     )
+
+
+def repo_root(root: str | Path) -> Path:
+    """The repository folder a user named, resolved; a one-line error for anything else."""
+    if not str(root).strip():
+        raise RepoPathError("The repository path is empty: give the folder to index.")
+    root_path = Path(root).expanduser()
+    if not root_path.exists():
+        raise RepoPathError(f"{root} does not exist.")
+    if not root_path.is_dir():
+        raise RepoPathError(f"{root} is not a directory.")
+    resolved = root_path.resolve()
+    try:
+        str(resolved).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise RepoPathError(f"{ascii(str(resolved))} is not a valid UTF-8 path: rename the folder.") from exc
+    return resolved
 
 
 def walk_repo(root: Path, max_file_bytes: int = 1_000_000) -> WalkReport:

@@ -2,8 +2,11 @@
 
 Each language's `queries/<lang>.scm` uses the same capture vocabulary (aider repo-map style):
 `@definition.<kind>` + `@name.definition.<kind>` (+ optional `@scope.definition.<kind>` for an
-owner that is not an enclosing node), `@name.reference.<call|new|type>` (+ optional
-`@qualifier.reference.<kind>`), `@module.import` and `@name.import`, `@doc` for a doc that
+owner that is not an enclosing node), `@name.reference.<call|new|type|read>` (+ optional
+`@qualifier.reference.<kind>`; a `read` is a name read as a value, by the naming convention of
+the values a language defines: `MAX_ITEMS`, `settings.TIMEOUT`, Go's `ErrNotFound`; one inside an
+import is none, nor is a `@name.written`: the target of an assignment or declaration, a
+keyword argument's name), `@module.import` and `@name.import`, `@doc` for a doc that
 is a node matched with its definition rather than comments above it (Elixir's `@doc`), and
 `@declaration` on a definition's node (in its own pattern or the definition's) for a signature
 whose body is elsewhere or nowhere: an `@overload` stub, a TypeScript overload signature, a
@@ -44,7 +47,7 @@ from codeqa.parsing.module_code import CodeChunk, module_chunks
 
 QUERIES_DIR = Path(__file__).resolve().parent / "queries"
 
-REFERENCE_KINDS = ("new", "call", "type")  # precedence when one node is captured several ways
+REFERENCE_KINDS = ("new", "call", "type", "read")  # precedence when one node is captured several ways
 
 _MAX_LINE_TEXT = 200
 # Rows stop this many definitions deep: a definition nested deeper is part of its enclosing
@@ -180,6 +183,8 @@ def _capture_role(name: str) -> tuple[str, str | None]:
         return ("import_name", None)
     if name == "declaration":
         return ("declaration", None)
+    if name == "name.written":
+        return ("written", None)
     for prefix, role in _ROLE_PREFIXES:
         if name.startswith(prefix):
             return (role, name[len(prefix) :])
@@ -221,6 +226,12 @@ class _RawReference:
     qualifier: str | None
 
 
+def _imported(ref: _RawReference, imports: list[tuple[int, int]]) -> bool:
+    """Whether a read is a name an import statement names (`from settings import TIMEOUT`): the
+    import is no use of the value; reading it afterwards is."""
+    return ref.kind == "read" and any(start <= ref.node.start_byte < end for start, end in imports)
+
+
 @dataclass(frozen=True)
 class _Extent:
     """Where a definition's code lies: `outer` is the node with its wrappers (`export`,
@@ -253,6 +264,7 @@ class _Extractor:
         # (variable, or None for a base; type; capture suffixes: ".returns" for a function's
         # result type, ".call" for a variable holding what a named function returns)
         self._raw_bindings: list[tuple[Node | None, Node, str]] = []
+        self._written: dict[tuple[int, int], Node] = {}  # names written, not read (`@name.written`)
 
     def run(self, root: Node) -> ParsedFile:
         raw_defs: dict[tuple[int, int], _RawDefinition] = {}
@@ -268,7 +280,14 @@ class _Extractor:
         definitions, spans, top_level, too_deep = self._definitions(raw_defs)
         taken = {(d.name.start_byte, d.name.end_byte) for d in raw_defs.values()}
         taken |= {(d.scope.start_byte, d.scope.end_byte) for d in raw_defs.values() if d.scope}
-        references = self._references([r for key, r in raw_refs.items() if key not in taken], spans)
+        taken |= self._written.keys()
+        imports = [(node.start_byte, node.end_byte) for node in modules + names]
+        references = self._unshadowed(
+            self._references(
+                [r for key, r in raw_refs.items() if key not in taken and not _imported(r, imports)], spans
+            ),
+            spans,
+        )
         rows = [(d.start_line - 1, d.end_line - 1) for d in definitions]
         module_doc, doc_rows = self._module_doc(root, {start for start, _ in rows})
         lines = [line.rstrip("\r") for line in self.source.split("\n")]
@@ -333,6 +352,7 @@ class _Extractor:
             )
         self._raw_bindings.extend((None, node, "") for node in by_role.get("base", (None, []))[1])
         declared.update((n.start_byte, n.end_byte) for n in by_role.get("declaration", (None, []))[1])
+        self._written.update(((n.start_byte, n.end_byte), n) for n in by_role.get("written", (None, []))[1])
 
     @staticmethod
     def _add_reference(raw_refs: dict, ref: _RawReference) -> None:
@@ -617,6 +637,13 @@ class _Extractor:
                 )
             )
         return references
+
+    def _unshadowed(self, references: list[Reference], spans: list[tuple[int, int, str]]) -> list[Reference]:
+        """`references` without the bare reads of a name their own definition writes: after a
+        local `PROVIDERS = [...]`, `PROVIDERS` is the local, not the module's value."""
+        written = self._references([_RawReference("written", node, None) for node in self._written.values()], spans)
+        local = {(w.enclosing, w.name) for w in written if w.enclosing}
+        return [r for r in references if r.kind != "read" or r.qualifier or (r.enclosing, r.name) not in local]
 
     def _bindings(self, spans: list[tuple[int, int, str]]) -> list[Binding]:
         """Variable, base-class and return-type bindings, each in its innermost enclosing

@@ -15,10 +15,14 @@ const REFERENCES_SHOWN = 3;
 const COUNTER_FROM = 0.8; // show the length counter from this share of the limit on
 const CITATION = /([A-Za-z0-9_.\-/]*[A-Za-z0-9_\-]\.[A-Za-z0-9]+):(\d+)(?:\s?[-–]\s?(\d+))?/g;
 const WHOLE_CITATION = new RegExp(`^${CITATION.source}$`);
+// `[a.py:1-2, b.py:3]`: the brackets an answer writes around its citations (the server writes
+// the model's `[1]` out so); the citations' links stand in for them.
+const CITATION_GROUP = new RegExp(`\\[\\s*((?:${CITATION.source})(?:\\s*[,;]\\s*(?:${CITATION.source}))*)\\s*\\]`, "g");
 const SANITIZE = {
   RETURN_DOM_FRAGMENT: true,
   ALLOW_DATA_ATTR: false,
-  FORBID_TAGS: ["style", "img", "form", "input", "button", "textarea", "select", "iframe", "svg", "math"],
+  // No <a> or <img> at all: the renderer writes links and images as text (see `unlinked`).
+  FORBID_TAGS: ["style", "a", "img", "form", "input", "button", "textarea", "select", "iframe", "svg", "math"],
   FORBID_ATTR: ["style", "id", "tabindex"],
 };
 const STORE_KEY = "codeqa.prefs";
@@ -132,9 +136,17 @@ function formatMs(ms) {
   return ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`;
 }
 
-// A search result's relevance, 0 to 1 (docs/retrieval.md): non-increasing down the list.
-function formatScore(score) {
-  return typeof score === "number" ? score.toFixed(2) : "";
+/** A search result's place in its list, best first: its relevance score (the file model's 0-1
+ * estimate, docs/retrieval.md) is no measure a reader can compare (the code that answers can
+ * score 0.08 beside a 0.99), so the page shows the order the search chose instead. */
+function rankBadge(hit, rank, count) {
+  if (typeof hit.score !== "number") return null; // a command's own results have no order of merit
+  return h("span", {
+    class: "rank",
+    "data-testid": "source-rank",
+    title: `Search result ${rank} of ${count}, best first`,
+    text: `#${rank}`,
+  });
 }
 
 function lineRange(start, end) {
@@ -216,14 +228,23 @@ function escapeHtml(text) {
   return text.replace(/[&<>"']/g, (c) => map[c]);
 }
 
-// Raw HTML in an answer is shown as text: in a code chat `<div>` is something being talked about.
-marked.use({ renderer: { html: ({ text }) => escapeHtml(text) } });
+/** A link or image of an answer as text, its address shown beside it: repository text can make
+ * the model write a link whose URL carries data out (a click from leaking it) or an image that
+ * would fetch one. The answer's own links are its citations, made buttons after sanitising. */
+function unlinked(labelHtml, href, labelText) {
+  const address = href && href !== labelText ? ` <span class="link-url">(${escapeHtml(href)})</span>` : "";
+  return `<span class="link-text">${labelHtml}${address}</span>`;
+}
 
-DOMPurify.addHook("afterSanitizeAttributes", (node) => {
-  if (node.tagName === "A") {
-    node.setAttribute("target", "_blank");
-    node.setAttribute("rel", "noopener noreferrer");
-  }
+marked.use({
+  renderer: {
+    // Raw HTML in an answer is shown as text: in a code chat `<div>` is something being talked about.
+    html: ({ text }) => escapeHtml(text),
+    link({ href, text, tokens }) {
+      return unlinked(this.parser.parseInline(tokens), href, text);
+    },
+    image: ({ href, text }) => unlinked(escapeHtml(`[image: ${text || "no description"}]`), href, ""),
+  },
 });
 
 /** Renders LLM markdown into `target`: parse, sanitise, then decorate the sanitised DOM. */
@@ -338,7 +359,9 @@ function textNodes(root) {
 }
 
 function replaceCitationsInText(node, files) {
-  const text = node.textContent;
+  const text = node.textContent.replace(CITATION_GROUP, (group, inner) =>
+    [...inner.matchAll(CITATION)].every((m) => resolveFile(m[1], files)) ? inner : group,
+  );
   const parts = [];
   let last = 0;
   for (const m of text.matchAll(CITATION)) {
@@ -531,7 +554,7 @@ function addError(parts, message) {
 function setMessageSources(parts, sources) {
   messageSources.set(parts.node, sources);
   const count = sources.hits.length;
-  const label = sources.reused ? `${count} sources (reused)` : `${count} sources`;
+  const label = `${count} ${count === 1 ? "source" : "sources"}${sources.reused ? " (reused)" : ""}`;
   const button = h("button", { type: "button", class: "sources-link", text: label });
   button.addEventListener("click", () => {
     showSources(sources);
@@ -622,7 +645,10 @@ function updateStage(line, { stage, state: stageState, ms, detail }) {
 
 function finishStatus(line, timings, outcome) {
   if (!line) return;
-  for (const chip of line.querySelectorAll('.stage[data-state="start"]')) chip.dataset.state = outcome;
+  for (const chip of line.querySelectorAll('.stage[data-state="start"]')) {
+    chip.dataset.state = outcome; // a stage still running when the answer ended ended with it
+    chip.querySelector(".stage-detail").textContent = outcome;
+  }
   for (const chip of line.querySelectorAll('.stage[data-state="pending"]')) chip.classList.add("is-unused");
   const total = timings?.total ?? timings?.total_ms;
   const texts = { done: total ? `Done in ${formatMs(total)}` : "Done", failed: "Failed", stopped: "Stopped" };
@@ -798,7 +824,7 @@ function sourceGroup({ label, command, hits }) {
     h("span", { class: "source-group-count", text: count }),
   );
   const message = command?.message ? h("p", { class: "source-group-message", text: command.message }) : null;
-  const items = h("ol", { class: "source-group-items" }, ...hits.map(sourceItem));
+  const items = h("ol", { class: "source-group-items" }, ...hits.map((hit, i) => sourceItem(hit, i + 1, hits.length)));
   return h("section", { class: "source-group", "data-testid": "source-group", "data-label": label }, heading, message, items);
 }
 
@@ -818,7 +844,8 @@ function sourcesMeta(sources) {
   if (!sources) return [];
   const nodes = [h("span", { class: sources.reused ? "badge badge-reused" : "meta-label", text: sources.label })];
   const ctx = sources.context;
-  if (ctx) {
+  if (typeof ctx?.included === "number") {
+    // A reused context sends no counts of its own: saying "0 in context" would be wrong.
     // A trimmed source is in the context too (its best lines and signatures), so it counts there.
     const trimmed = ctx.trimmed ?? 0;
     const words = [`${(ctx.included ?? 0) + trimmed} in context` + (trimmed ? ` (${trimmed} in part)` : "")];
@@ -829,7 +856,7 @@ function sourcesMeta(sources) {
   return nodes;
 }
 
-function sourceItem(hit) {
+function sourceItem(hit, rank, count) {
   const range = `${shown(hit.file_path)}:${lineRange(hit.start_line, hit.end_line)}`;
   const open = h(
     "button",
@@ -847,11 +874,7 @@ function sourceItem(hit) {
       { class: "source-top" },
       h("span", { class: `kind kind-${String(hit.kind || "").replace(/\W/g, "")}`, text: hit.kind || "code" }),
       hit.exact_match ? h("span", { class: "badge badge-exact", text: "exact name" }) : null,
-      h("span", {
-        class: "score",
-        title: "Relevance 0-1: how likely this result's file is one the answer needs (1.00: the query is its name)",
-        text: formatScore(hit.score),
-      }),
+      rankBadge(hit, rank, count),
     ),
     h("span", { class: "source-name", text: shown(hit.qualified_name || hit.name) }),
     h("span", { class: "source-path", text: range }),

@@ -21,6 +21,7 @@ export function attachAutocomplete({ input, list, status, repo, changed }) {
   input.setAttribute("aria-expanded", "false");
 
   function close() {
+    clearTimeout(state.timer);
     state.items = [];
     state.active = -1;
     state.seq++;
@@ -35,11 +36,16 @@ export function attachAutocomplete({ input, list, status, repo, changed }) {
     return !list.hidden && state.items.length > 0;
   }
 
+  function textBeforeCaret() {
+    const caret = input.selectionStart;
+    return input.value.slice(Math.max(0, caret - SENT_CHARS), caret);
+  }
+
   function schedule() {
     clearTimeout(state.timer);
     const caret = input.selectionStart;
     if (caret !== input.selectionEnd || !repo()) return close();
-    const before = input.value.slice(Math.max(0, caret - SENT_CHARS), caret);
+    const before = textBeforeCaret();
     if (!MAY_COMPLETE.test(before)) return close();
     state.timer = setTimeout(() => fetchItems(before, caret), DELAY_MS);
   }
@@ -57,7 +63,7 @@ export function attachAutocomplete({ input, list, status, repo, changed }) {
     } catch {
       return; // aborted by a newer request, or offline: leave the list as it is
     }
-    if (seq !== state.seq) return;
+    if (seq !== state.seq || textBeforeCaret() !== text) return; // the box has moved on (sent, edited)
     if (!body.target || !body.items?.length) return close();
     state.start = caret - text.length + body.target.start;
     state.end = caret;
@@ -122,7 +128,12 @@ export function attachAutocomplete({ input, list, status, repo, changed }) {
   }
 
   function onKeyDown(event) {
-    if (!isOpen() || event.isComposing) return;
+    if (event.isComposing) return;
+    if (!isOpen()) {
+      // Enter with no list sends the message: suggestions still on their way are for text gone.
+      if (event.key === "Enter" && !event.shiftKey) close();
+      return;
+    }
     const count = state.items.length;
     let handled = true;
     if (event.key === "ArrowDown") highlight((state.active + 1) % count);

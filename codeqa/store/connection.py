@@ -1,17 +1,17 @@
 """Connecting to the index (a local folder or object storage) and opening its tables.
 
-`lancedb` is imported here, and only when a connection is made: listing settings or printing
-help never pays for it.
+`lancedb` is imported when a connection is made (the quick way: `lancedb_import`), so listing
+settings or printing help never pays for it.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import TYPE_CHECKING, Any
 
 from codeqa.core.config import Settings
+from codeqa.store.lancedb_import import lancedb_module
 
 if TYPE_CHECKING:
     import lancedb
@@ -25,10 +25,7 @@ SETTLE_SECONDS = 0.05  # this far apart, before it is taken for what a killed ru
 
 def connect(settings: Settings) -> lancedb.DBConnection:
     """The LanceDB database at `settings.database_uri` (a folder, `s3://`, `gs://`, `az://`)."""
-    os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every hybrid query otherwise; read at import
-    import lancedb
-
-    return lancedb.connect(settings.database_uri)
+    return lancedb_module().connect(settings.database_uri)
 
 
 def table_names(db: lancedb.DBConnection) -> set[str]:

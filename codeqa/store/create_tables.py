@@ -12,18 +12,19 @@ against the winner's rows). `lease.py` keeps to one run per repo on top of that.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
-from codeqa.core.records import ManifestEntry, RepoInfo
+from codeqa.core.records import FileParse, FileState, ManifestEntry, RepoInfo, SymbolInfo
 from codeqa.parsing.languages import DOC_KIND, MODULE_KIND
 from codeqa.store import filters
 from codeqa.store.connection import open_or_create_table, table_names
 from codeqa.store.filters import HAS_VECTOR, NO_VECTOR, Where
+from codeqa.store.lancedb_import import lancedb_module
 from codeqa.store.registry import table_name
 from codeqa.store.rows import EMBEDDED_COLUMNS
 from codeqa.store.schema import ANN_MIN_ROWS, FILE_TEXT_COLUMN, FILES_SCHEMA, FTS_COLUMNS, ROW_TABLES, row_schema
@@ -74,9 +75,47 @@ class RepoTables:
         """Every table of searchable rows (`ROW_TABLES`)."""
         return (self.methods, self.classes, self.modules)
 
-    def manifest(self) -> dict[str, ManifestEntry]:
-        rows = _scan(self.files, FILES_SCHEMA.names).to_pylist()
-        return {r["file_path"]: ManifestEntry.from_row(r) for r in rows}
+    def file_states(self) -> dict[str, FileState]:
+        """Every indexed file's state (hash, size, mtime; not its parse results), by path."""
+        columns = [name for name in FILES_SCHEMA.names if name != "parsed"]
+        return {r["file_path"]: FileState.from_row(r) for r in _scan(self.files, columns).to_pylist()}
+
+    def parses(
+        self, paths: Sequence[str] | None = None, mentioning: Sequence[str] | None = None, chunk_rows: int = 2048
+    ) -> Iterator[list[FileParse]]:
+        """The parse results the manifest keeps, a chunk of files at a time (a large repo's are
+        hundreds of MB, never all in memory at once): of every file, of `paths`, or of the files
+        whose parse results hold one of the names `mentioning` (defined, used or imported)."""
+        wheres: list[Where | None]
+        if paths is not None:
+            wheres = [filters.is_in("file_path", part) for part in _chunks(list(paths), DELETE_CHUNK)]
+        elif mentioning is not None:
+            wheres = [
+                filters.any_of(filters.contains("parsed", f'"{name}"') for name in part)
+                for part in _chunks(list(mentioning), DELETE_CHUNK)
+            ]
+        else:
+            wheres = [None]
+        for where in wheres:
+            for rows in self._scan_batches(["file_path", "language", "parsed", "bindings"], where, chunk_rows):
+                yield [FileParse.from_json(r["parsed"], r["file_path"], r["language"], r["bindings"]) for r in rows]
+
+    def binding_parses(self, chunk_rows: int = 8192) -> Iterator[FileParse]:
+        """Every file's bindings alone (what its names hold, its classes' bases), as parse results."""
+        for rows in self._scan_batches(["file_path", "language", "bindings"], None, chunk_rows):
+            yield from (FileParse.from_json("", r["file_path"], r["language"], r["bindings"]) for r in rows)
+
+    def symbol_infos(self) -> list[SymbolInfo]:
+        """Every definition references can point at (no docs sections, no declarations): what
+        `FileParse.symbols` holds, read from the definition tables' columns, not the manifest's JSON."""
+        columns = ["id", "file_path", "language", "kind", "name", "qualified_name", "parent"]
+        where = filters.all_of(filters.not_equals("kind", DOC_KIND), filters.negate(filters.is_true("declaration")))
+        return [SymbolInfo(**row) for table in self.symbol_tables for row in _scan(table, columns, where).to_pylist()]
+
+    def _scan_batches(self, columns: list[str], where: Where | None, chunk_rows: int) -> Iterator[list[dict]]:
+        query = self.files.search().select(columns).limit(None)
+        for batch in (query.where(where) if where else query).to_batches(chunk_rows):
+            yield batch.to_pylist()
 
     def stored_file_paths(self) -> set[str]:
         """Every file path that has rows, manifest or not (finds leftovers of a crash)."""
@@ -99,10 +138,14 @@ class RepoTables:
                     cache[text_hash] = vector
         return cache
 
-    def rows_without_vectors(self, table: Any) -> list[dict]:
-        """The rows of `table` still waiting for their vector, with what `embedding_text` reads."""
+    def rows_without_vectors(self, table: Any, chunk_rows: int = 8192) -> Iterator[list[dict]]:
+        """The rows of `table` still waiting for their vector, with what `embedding_text` reads,
+        a chunk at a time (a large repo's rows never sit in memory at once). The scan reads the
+        table's version as it was when it started, so vectors written meanwhile don't move it."""
         columns = [c for c in EMBEDDED_COLUMNS if c in table.schema.names]
-        return _scan(table, columns, NO_VECTOR).to_pylist()
+        reader = table.search().where(NO_VECTOR).select(columns).limit(None).to_batches(chunk_rows)
+        for batch in reader:
+            yield batch.to_pylist()
 
     def store_vectors(self, table: Any, ids: Sequence[str], vectors: np.ndarray) -> None:
         """Write the vectors of these rows (matched on id); their other columns stay as they are."""
@@ -147,6 +190,16 @@ class RepoTables:
             )
         self.update_manifest(entries)
 
+    def record_states(self, states: Sequence[FileState]) -> None:
+        """Write new sizes and mtimes of files whose content is unchanged (their parse results stay)."""
+        if not states:
+            return
+        schema = pa.schema([self.files.schema.field(name) for name in ("file_path", "size", "mtime_ns")])
+        data = pa.Table.from_pylist(
+            [{"file_path": s.file_path, "size": s.size, "mtime_ns": s.mtime_ns} for s in states], schema=schema
+        )
+        self.files.merge_insert("file_path").when_matched_update_all().execute(data)
+
     def update_manifest(self, entries: Sequence[ManifestEntry]) -> None:
         """Write manifest entries (insert or replace by path)."""
         if not entries:
@@ -179,7 +232,7 @@ class RepoTables:
         grace period (a reader may still be on one). The vector index waits for the vectors:
         built while rows still lack theirs, it would hold only some (later rows are searched
         flat until the next compaction folds them in)."""
-        from lancedb.index import FTS, BTree, HnswSq
+        FTS, BTree, HnswSq = (getattr(lancedb_module().index, name) for name in ("FTS", "BTree", "HnswSq"))
 
         for table in self.row_tables:
             rows = table.count_rows()

@@ -18,6 +18,7 @@ from codeqa.core.records import FileParse, ManifestEntry, RepoInfo
 from codeqa.parsing.languages import DOC_KIND, FILE_KIND, VALUE_KINDS
 from codeqa.store import filters
 from codeqa.store.filters import NO_VECTOR, Where
+from codeqa.store.lancedb_import import lancedb_module
 from codeqa.store.registry import table_name
 from codeqa.store.schema import FILE_TEXT_COLUMN, FILES_SCHEMA, FTS_COLUMNS, SYMBOL_TABLES
 
@@ -91,9 +92,7 @@ class RepoReader:
     ) -> list[Row]:
         """Rows by BM25 over the row text columns (`schema.FTS_COLUMNS`, weighed by `boosts`), best
         first, each with `_score` and `_no_vector` (whether it still waits for its vector)."""
-        from lancedb.query import MultiMatchQuery
-
-        query = MultiMatchQuery(keywords, list(FTS_COLUMNS), boosts=list(boosts))  # type: ignore[call-arg]
+        query = lancedb_module().query.MultiMatchQuery(keywords, list(FTS_COLUMNS), boosts=list(boosts))
         selected = {**{column: column for column in columns}, "_score": "_score", "_no_vector": NO_VECTOR}
         where = _implementations(scope) if implementations_only else scope.where()
         return (
@@ -123,10 +122,8 @@ class RepoReader:
     def file_text_search(self, terms: Sequence[str], scope: Scope, limit: int) -> list[Row]:
         """Files by BM25 over their whole text (`schema.FILE_TEXT_COLUMN`): `file_path`, `role`,
         `language` and `_score` of each file row, best first."""
-        from lancedb.query import MatchQuery
-
         where = filters.all_of(filters.equals("kind", FILE_KIND), scope.where())
-        query = MatchQuery(" ".join(terms), FILE_TEXT_COLUMN)  # type: ignore[call-arg]
+        query = lancedb_module().query.MatchQuery(" ".join(terms), FILE_TEXT_COLUMN)
         builder = self.table("modules").search(query, query_type="fts")
         return _prefiltered(builder, where).select(["file_path", "role", "language", "_score"]).limit(limit).to_list()
 
@@ -261,8 +258,8 @@ class RepoReader:
         return [row for kind in SYMBOL_TABLES for row in self._rows(kind, kept, columns, limit)]
 
     def _parses(self, where: Where) -> list[FileParse]:
-        rows = self._rows("files", where, ["file_path", "language", "parsed"], None)
-        return [FileParse.from_json(r["parsed"], r["file_path"], r["language"]) for r in rows]
+        rows = self._rows("files", where, ["file_path", "language", "parsed", "bindings"], None)
+        return [FileParse.from_json(r["parsed"], r["file_path"], r["language"], r["bindings"]) for r in rows]
 
 
 def _prefiltered(builder: Any, where: Where | None) -> Any:

@@ -22,7 +22,9 @@ import pyarrow as pa
 #    file rows and sections, `.h`/`.m` decided per file.
 # 4: one row per overload set (`signatures`), declarations marked (`declaration`): C/C++
 #    prototypes and in-class method declarations are rows now.
-INDEX_VERSION = 4
+# 5: a file's bindings kept apart from its other parse results (column `bindings`), so a run learns
+#    the repo's types without reading every reference; rows parsed on every core.
+INDEX_VERSION = 5
 ROW_TABLES = ("methods", "classes", "modules")  # tables of searchable rows, with vectors
 SYMBOL_TABLES = ("methods", "classes")  # tables of definitions (and docs sections): references point at them
 TABLE_KINDS = (*ROW_TABLES, "files")
@@ -130,6 +132,7 @@ FILES_SCHEMA = pa.schema(
         ("non_utf8", pa.bool_()),
         ("has_errors", pa.bool_()),
         ("parsed", pa.string()),  # records.FileParse JSON: symbols, references, imports
+        ("bindings", pa.string()),  # records.FileParse.bindings_json(): what names hold, classes' bases
     ]
 )
 

@@ -133,6 +133,8 @@ class CachingEmbedder:
         self.inner = inner
         self.cache = cache
         self.model_id = inner.model_id
+        # The cache lives in this process: worker processes could not share what they embed.
+        self.inline = False
         self.key = model_key(inner)
         self.reused = 0
         self.embedded = 0

@@ -53,8 +53,7 @@ def checkout(mirror: Path, repo: str, commit: str, cache: Path) -> Path:
 
 def resolve(root: Path) -> dict[tuple[str, int, str], list[tuple[str, str]]]:
     """(path, line, called name) -> [(target "path::qualified_name", resolution)] for calls."""
-    from codeqa.core.records import FileParse
-    from codeqa.indexing.indexer import file_rows
+    from codeqa.indexing.file_rows import file_rows
     from codeqa.parsing.repo_files import walk_repo
     from codeqa.parsing.languages import LANGUAGES
 
@@ -64,8 +63,7 @@ def resolve(root: Path) -> dict[tuple[str, int, str], list[tuple[str, str]]]:
         source = walked.read(found)
         if source is None or source.language not in LANGUAGES:
             continue
-        entry = file_rows("refs", source, 0).manifest
-        files.append(FileParse.from_json(entry.parsed, entry.file_path, entry.language))
+        files.append(file_rows("refs", source, 0).manifest.parse)
     return resolve_parsed(files)
 
 
@@ -142,8 +140,7 @@ def sample(repo: str, commit: str, language: str, count: int, mirror: Path, cach
     from codeqa.parsing.languages import file_role
 
     root = checkout(mirror, repo, commit, cache)
-    from codeqa.core.records import FileParse
-    from codeqa.indexing.indexer import file_rows
+    from codeqa.indexing.file_rows import file_rows
     from codeqa.parsing.repo_files import walk_repo
 
     walked = walk_repo(root)
@@ -151,8 +148,7 @@ def sample(repo: str, commit: str, language: str, count: int, mirror: Path, cach
     for found in walked.files:
         source = walked.read(found)
         if source is not None and source.language == language:
-            entry = file_rows("refs", source, 0).manifest
-            files.append(FileParse.from_json(entry.parsed, entry.file_path, entry.language))
+            files.append(file_rows("refs", source, 0).manifest.parse)
     defined = {s.name for f in files for s in f.symbols}
     pool = [(f.file_path, r) for f in files for r in f.references
             if r.kind == "call" and r.name in defined and file_role(f.file_path) in ("source", "test")]

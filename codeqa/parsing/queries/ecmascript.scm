@@ -119,6 +119,18 @@
     object: (_) @qualifier.reference.new
     property: (property_identifier) @name.reference.new))
 
+; Reads of values: a name written as the module constants are (UPPER_CASE), bare or as a
+; member (`config.TIMEOUT`). Calls, instantiations and definitions win on the same node.
+((identifier) @name.reference.read
+  (#match? @name.reference.read "^[A-Z][A-Z0-9_$]*$"))
+
+(member_expression
+  object: (_) @qualifier.reference.read
+  property: (property_identifier) @name.reference.read
+  (#match? @name.reference.read "^[A-Z][A-Z0-9_$]*$"))
+
+(variable_declarator name: (identifier) @name.written)
+
 ; Imports: import ... from './a', export ... from './a', require('./a').
 (import_statement
   source: (string

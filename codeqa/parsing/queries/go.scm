@@ -87,6 +87,21 @@
   package: (_) @qualifier.reference.type
   name: (type_identifier) @name.reference.type)
 
+; Reads of values: a package's exported names (capitalized: its consts and vars), bare or
+; qualified (`inventory.MaxSKULength`). Calls and definitions win on the same node.
+((identifier) @name.reference.read
+  (#match? @name.reference.read "^[A-Z]"))
+
+(selector_expression
+  operand: (identifier) @qualifier.reference.read
+  field: (field_identifier) @name.reference.read
+  (#match? @name.reference.read "^[A-Z]"))
+
+(const_spec name: (identifier) @name.written)
+(var_spec name: (identifier) @name.written)
+(short_var_declaration left: (expression_list (identifier) @name.written))
+(keyed_element . (literal_element (identifier) @name.written))
+
 ; Imports.
 (import_spec
   path: (interpreted_string_literal

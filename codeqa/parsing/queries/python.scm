@@ -66,6 +66,19 @@
       object: (_) @qualifier.reference.type
       attribute: (identifier) @name.reference.type)))
 
+; Reads of values: a name written as the module constants are (UPPER_CASE), bare or as an
+; attribute (`settings.TIMEOUT`). Calls, type uses and definitions win on the same node.
+((identifier) @name.reference.read
+  (#match? @name.reference.read "^_*[A-Z][A-Z0-9_]*$"))
+
+(attribute
+  object: (_) @qualifier.reference.read
+  attribute: (identifier) @name.reference.read
+  (#match? @name.reference.read "^_*[A-Z][A-Z0-9_]*$"))
+
+(assignment left: (identifier) @name.written)
+(keyword_argument name: (identifier) @name.written)
+
 ; Imports.
 (import_statement
   name: (dotted_name) @module.import)

@@ -95,6 +95,20 @@
   path: (_) @qualifier.reference.type
   name: (type_identifier) @name.reference.type)
 
+; Reads of values: a name written as consts and statics are (UPPER_CASE), bare or by path
+; (`config::MAX`, `Limits::MAX`). Calls and definitions win on the same node.
+((identifier) @name.reference.read
+  (#match? @name.reference.read "^[A-Z][A-Z0-9_]*$"))
+
+(scoped_identifier
+  path: (_) @qualifier.reference.read
+  name: (identifier) @name.reference.read
+  (#match? @name.reference.read "^[A-Z][A-Z0-9_]*$"))
+
+(const_item name: (identifier) @name.written)
+(static_item name: (identifier) @name.written)
+(let_declaration pattern: (identifier) @name.written)
+
 ; Imports: use a::b::C; use a::{B, C}; mod x;
 (use_declaration
   argument: [
