@@ -10,8 +10,8 @@ import pytest
 
 from codeqa.chat.answer import answer_grammar, opening_source
 from codeqa.chat.packing import FileText, Source, Span, estimate_tokens, numbered_sources, pack
-from codeqa.chat.structural import Ask, FactItem, IndexFacts, recognise
-from conftest import ROOT
+from codeqa.chat.structural import Ask, FactItem, IndexFacts, look_up, recognise
+from conftest import ROOT, index_fixture
 from test_answer_stream import answer_text, ask, scripted, services  # noqa: F401
 
 FACTS = ROOT / "eval" / "answers" / "facts.jsonl"
@@ -260,3 +260,26 @@ def test_what_a_function_calls_lists_the_names_it_cannot_resolve_too(services, s
     assert listed["kind"] == "callees" and listed["items"] == []
     assert {"list", "min", "values"} <= set(listed["external"])
     assert "Also called (not resolved to one definition here): " in llm.requests[-1]["messages"][0]["content"]
+
+
+@pytest.mark.integration
+def test_a_value_read_is_neither_a_call_of_the_value_nor_a_callee(tmp_path_factory):
+    """Value reads are references too (`read`): "what calls" and "what does X call" leave them out."""
+    from codeqa.services import Services
+
+    repo = tmp_path_factory.mktemp("reads") / "repo"
+    (repo / "app").mkdir(parents=True)
+    (repo / "app" / "rates.py").write_text(
+        "TAX_RATE = 0.2\n\n\ndef rounded(value):\n    return round(value, 2)\n\n\n"
+        "def with_tax(amount):\n    return rounded(amount * (1 + TAX_RATE))\n"
+    )
+    settings = index_fixture(tmp_path_factory, repo, "reads")
+    with Services(settings) as found:
+        lookup = found.commands.lookup(found.repo("reads"))
+        callees = look_up(lookup, Ask("callees", "with_tax"), 0.0)
+        callers = look_up(lookup, Ask("callers", "TAX_RATE"), 0.0)
+        uses = look_up(lookup, Ask("uses", "TAX_RATE"), 0.0)
+    assert [item.name for item in callees.items] == ["rounded"]
+    assert "TAX_RATE" not in callees.external
+    assert callers.items == []
+    assert [(item.name, item.line) for item in uses.items] == [("with_tax", 9)]
