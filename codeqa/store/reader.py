@@ -240,6 +240,11 @@ class RepoReader:
         """The parse results of every file that defines or uses one of `names` (as a whole name)."""
         return self._parses(filters.any_of(filters.contains("parsed", f'"{name}"') for name in names))
 
+    def file_parses_holding(self, text: str) -> list[FileParse]:
+        """The parse results of every file whose stored parse holds `text` anywhere (a module
+        name among its imports, say): a prefilter, the caller checks what it needs."""
+        return self._parses(filters.contains("parsed", text))
+
     # --- helpers --------------------------------------------------------------------------------
 
     def _rows(self, kind: str, where: Where | None, columns: Sequence[str], limit: int | None) -> list[Row]:

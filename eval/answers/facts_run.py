@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from eval.answers.facts import KINDS, Item, Repo, load_items, load_repos, score_row, table
+from eval.answers.run import PeakRss, Turns, percentile
 
 EVAL_DIR = Path(__file__).resolve().parents[1]
 DEFAULT_WORK = EVAL_DIR / ".cache" / "facts"
@@ -84,6 +85,7 @@ def answer_row(item: Item, events: list[tuple[str, dict, float]], context: str, 
     notices: list[dict] = []
     errors: list[str] = []
     done: dict = {}
+    listed: dict | None = None  # the `facts` event: a structural question's exact lookup
     ended = started
     for name, data, at in events:
         ended = at
@@ -94,6 +96,8 @@ def answer_row(item: Item, events: list[tuple[str, dict, float]], context: str, 
             sources = [{k: s[k] for k in SOURCE_KEYS if k in s} for s in data.get("results", []) if isinstance(s, dict)]
         elif name == "notice":
             notices.append(data)
+        elif name == "facts":
+            listed = data
         elif name == "error":
             errors.append(data.get("message", ""))
         elif name == "done":
@@ -104,7 +108,18 @@ def answer_row(item: Item, events: list[tuple[str, dict, float]], context: str, 
         "answer": answer, "sources": sources, "context": context, "notices": notices, "errors": errors,
         "first_token_s": (first - started) if first is not None else None, "total_s": ended - started,
         "prompt_tokens": done.get("prompt_tokens"), **score_row(item, answer, context),
+        "facts_list": listed, "facts_list_has_fact": score_row(item, facts_text(listed), "")["answer_has_fact"]
+        if listed else None,
     }
+
+
+def facts_text(listed: dict | None) -> str:
+    """The `facts` event's list as text the scorer reads: each item's name and `path:line` (its
+    call or import line, and its range), as the page shows them."""
+    if not listed:
+        return ""
+    return "\n".join(f"`{i['name']}` {i['file_path']}:{i['line']} {i['file_path']}:{i['start_line']}-{i['end_line']}"
+                     for i in listed.get("items", []))
 
 
 def rescore(run: dict, items: dict[str, Item]) -> None:
@@ -114,11 +129,29 @@ def rescore(run: dict, items: dict[str, Item]) -> None:
                    for row in run["rows"] if row["id"] in items]
 
 
+def timings_line(run: dict) -> str:
+    """First-token and whole-answer p50 / p95, the embedded server's peak RSS, and the box's load
+    over the run (the 1-minute load average after each answer: its median and its maximum)."""
+    def seconds(key: str) -> str:
+        values = [r[key] for r in run["rows"] if r.get(key) is not None]
+        p50, p95 = percentile(values, 0.5), percentile(values, 0.95)
+        return f"{p50:.1f} / {p95:.1f} s" if p50 is not None and p95 is not None else "–"
+
+    loads = [r["load_1min"] for r in run["rows"] if r.get("load_1min") is not None]
+    rss = run.get("server_peak_rss_mb")
+    listed = [r for r in run["rows"] if r.get("facts_list")]
+    return (f"first token p50 / p95 {seconds('first_token_s')}; whole answer p50 / p95 {seconds('total_s')}; "
+            f"server peak RSS {f'{rss:.0f} MB' if rss else '–'}; "
+            f"1-minute load median {f'{percentile(loads, 0.5):.1f}, max {max(loads):.1f}' if loads else '–'}; "
+            f"an index lookup's list shown for {len(listed)} questions, holding a gold fact in "
+            f"{sum(bool(r['facts_list_has_fact']) for r in listed)}")
+
+
 def report_tables(run: dict, groupings: tuple[str, ...] = GROUPINGS) -> str:
     """One run's tables, one per grouping, under a heading that says what answered."""
     head = (f"### {run['label']} ({run.get('commit', '?')}, {run.get('llm', '?')}): "
             f"{len(run['rows'])} questions, load {' / '.join(f'{x:.1f}' for x in run.get('load', []))}")
-    return "\n\n".join([head, *(table(run["rows"], by) for by in groupings)])
+    return "\n\n".join([head, timings_line(run), *(table(run["rows"], by) for by in groupings)])
 
 
 def misses(run: dict) -> list[str]:
@@ -203,18 +236,24 @@ def ask(args: argparse.Namespace) -> int:
         indexed[name] = {"seconds": round(time.perf_counter() - started, 1), "summary": str(report)[:300]}
         print(f"[{args.label}] indexed {name} in {indexed[name]['seconds']} s", file=sys.stderr, flush=True)
     run = {"label": args.label, "commit": _tree_commit(), "llm": args.llm, "indexed": indexed, "rows": []}
+    turns = Turns(args.turns, *args.turn) if args.turns else Turns(None, 0, 1)
     with codeqa.Services(settings) as services:
         if args.llm == "embedded":  # start the embedded server before the first question is timed
             services.llm.complete("chat", [{"role": "user", "content": "Say OK."}], max_tokens=2)
+        rss = PeakRss(lambda: services.llm.server.pid if services.llm.server else None)
+        rss.start()
         for number, item in enumerate(items, 1):
             user = f"facts-{args.label}-{item.id}"
+            turns.wait(number - 1)
             started = time.perf_counter()
             events = list(_events(services, item, user))
+            turns.done(number - 1)
             stored = services.store.load_context(user, repo_index_name(item.repo))
             row = answer_row(item, events, stored.text if stored else "", started)
             row["load_1min"] = os.getloadavg()[0]
             run["rows"].append(row)
             run["load"] = os.getloadavg()
+            run["server_peak_rss_mb"] = rss.peak / 2**20
             _write(args.json, run)
             print(f"[{args.label}] {number}/{len(items)} {item.id} first {row['first_token_s'] or 0:.1f} s "
                   f"total {row['total_s']:.1f} s answer {row['answer_facts']} context {row['context_facts']}",
@@ -265,6 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     one.add_argument("--kinds", nargs="+", choices=KINDS)
     one.add_argument("--ids", nargs="+")
     one.add_argument("--per-repo", type=int, help="this many items of each repository, every kind in turn")
+    one.add_argument("--turns", type=Path, help="a file shared with runs of other trees: take turns with them, "
+                                                "one question each (write 0 to it first), so both meet the same load")
+    one.add_argument("--turn", type=int, nargs=2, default=(0, 1), metavar=("ME", "OF"),
+                     help="this run's place among the runs taking turns, and how many there are")
     both = sub.add_parser("report", help="tables of one or more runs")
     both.add_argument("runs", type=Path, nargs="+")
     both.add_argument("--by", nargs="+", choices=GROUPINGS, default=list(GROUPINGS))

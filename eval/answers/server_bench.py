@@ -36,7 +36,7 @@ from codeqa.core.servers import answers, free_port, niced, wait_until_ready
 
 BASE_FLAGS = ["--n_ctx", "3584", "--interrupt_requests", "False"]  # codeqa/llm/server.py's n_ctx
 NO_LOGITS = ["--logits_all", "False"]
-GRAMMAR = {"grammar": answer_grammar(True)}  # what the chat sends the embedded server
+GRAMMAR = {"grammar": answer_grammar(1)}  # what the chat sends the embedded server
 FRESH_PREFIX = "fresh_prefix"  # not a request field: the bench starts each prompt with a unique line
 # name → (server flags, extra request fields)
 ONE = ["--n_threads", "1", "--n_threads_batch", "1"]

@@ -101,14 +101,14 @@
       (variable_declarator
         name: (identifier) @name.definition.constant)) @definition.constant))
 
-; Calls: f(), obj.m(), this.m(), Type.m().
+; Calls: f(), obj.m(), this.m(), Type.m(), this.#m() (a private method keeps its `#`, as its definition does).
 (call_expression
   function: (identifier) @name.reference.call)
 
 (call_expression
   function: (member_expression
     object: (_) @qualifier.reference.call
-    property: (property_identifier) @name.reference.call))
+    property: [(property_identifier) (private_property_identifier)] @name.reference.call))
 
 ; Instantiations: new Foo(), new ns.Foo().
 (new_expression
