@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +45,11 @@ def assert_same_rows(left: dict, right: dict) -> None:
             assert np.allclose(row["vector"], other["vector"], atol=1e-4)
 
 
-def test_modify_add_delete_rename(settings, sample_copy):
+@pytest.mark.parametrize("model", ["codeqa-static", "all-MiniLM-L6-v2"])
+def test_modify_add_delete_rename(settings, sample_copy, model):
+    """With either kind of model: the static one embeds a re-parsed file's rows as it parses
+    them; a transformer re-embeds only the texts that changed (the others keep their vectors)."""
+    settings = replace(settings, embedding_model=model)
     first = index_repo(sample_copy, settings, name="s", progress=False)
     before = snapshot(settings, "s")
 
@@ -79,7 +84,11 @@ def test_modify_add_delete_rename(settings, sample_copy):
         {r["text_hash"] for r in before["methods"].values() if r["file_path"] == "shop/util.py"}
     new_rows = [r for snap in after.values() for r in snap.values()
                 if r["file_path"] in {"shop/discounts.py", "c/books.c"}]
-    assert second.embedded == len(changed_texts) + len({r["text_hash"] for r in new_rows})
+    if model == "codeqa-static":
+        reparsed = {"shop/util.py", "shop/discounts.py", "c/books.c"}
+        assert second.embedded == sum(r["file_path"] in reparsed for snap in after.values() for r in snap.values())
+    else:
+        assert second.embedded == len(changed_texts) + len({r["text_hash"] for r in new_rows})
     for kind in ("methods", "classes"):
         for row_id, row in before[kind].items():
             if row["file_path"] in {"shop/models.py", "java/com/shop/Inventory.java", "README.md"}:
