@@ -171,4 +171,4 @@ def test_auto_ranks_each_kind_of_question_with_its_model(monkeypatch):
     assert file_model_name("auto", "how") == "structure" and file_model_name("auto", "report") == "reports"
     assert file_ranker_for("auto", "how") is file_ranker_for("structure", "report")
     assert file_ranker_for("auto", "report") is file_ranker_for("reports", "how")
-    assert file_ranker_for("auto", "how").weighs(("hub",)) and not file_ranker_for("auto", "report").weighs(("hub",))
+    assert file_ranker_for("auto", "how").weights != file_ranker_for("auto", "report").weights
