@@ -38,11 +38,11 @@ def browser_type_launch_args():
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]}
 
 
-def serve(data_dir: Path, llm_url: str) -> tuple[subprocess.Popen, str]:
+def serve(data_dir: Path, llm_url: str, **settings: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {**os.environ, "CODEQA_DATA_DIR": str(data_dir), "CODEQA_LLM_BASE_URL": llm_url,
            "CODEQA_CHAT_MODEL": "local", "CODEQA_ANSWER_TOKENS": "40", "CODEQA_CONTEXT_TOKENS": "700",
-           "HF_HUB_OFFLINE": "1", "LANCEDB_LOG": "error"}
+           "HF_HUB_OFFLINE": "1", "LANCEDB_LOG": "error", **settings}
     env.pop("REDIS_URL", None)
     base = f"http://127.0.0.1:{port}"
     proc = start_server([sys.executable, str(ROOT / "app.py"), "--port", str(port)], env, base + "/api/repos",
@@ -310,6 +310,9 @@ def test_autocomplete_suggests_indexed_paths_after_file(page, app_url):
     expect(page.get_by_test_id("complete-list")).to_be_hidden()
 
 
+MINILM = "all-MiniLM-L6-v2"
+
+
 class _StopsEmbedding:
     """The real local model, until the index run has embedded its first batch: then it fails, as
     an embedding endpoint going down mid-run does, leaving the rest of the rows without vectors."""
@@ -337,15 +340,16 @@ def test_a_repo_being_embedded_shows_its_progress_until_done(page, tmp_path, emb
     from codeqa.indexing.indexer import index_repo
 
     data_dir = tmp_path / "data"
+    settings = settings_for(data_dir, embedding_model=MINILM)  # a transformer embeds after the rows are written
     with pytest.raises(EmbeddingError):
-        index_repo(SAMPLE_REPO, settings_for(data_dir), name="sample", progress=False, embedder=_StopsEmbedding())
-    proc, base = serve(data_dir, embedded_server.base_url())
+        index_repo(SAMPLE_REPO, settings, name="sample", progress=False, embedder=_StopsEmbedding())
+    proc, base = serve(data_dir, embedded_server.base_url(), CODEQA_EMBEDDING_MODEL=MINILM)
     try:
         page.goto(base)
         badge = page.get_by_test_id("repo-embedding")
         expect(badge).to_have_text(re.compile(r"^indexing: \d{1,2}% embedded$"))
         expect(page.locator("#welcome-stats")).to_contain_text("% embedded")
-        index_repo(SAMPLE_REPO, settings_for(data_dir), name="sample", progress=False)  # finishes the vectors
+        index_repo(SAMPLE_REPO, settings, name="sample", progress=False)  # finishes the vectors
         expect(badge).to_be_hidden(timeout=20_000)  # the page re-reads /api/repos while embedding
         expect(page.locator("#welcome-stats")).not_to_contain_text("embedded")
     finally:
