@@ -195,8 +195,10 @@ def test_kill_9_mid_run_then_rerun_equals_clean_index(tmp_path):
 
 
 def settings_from_env(env: dict):
+    """The settings a CLI run with `env` uses: its data dir and, if it names one, its model."""
     from codeqa.core.config import Settings
-    return Settings(data_dir=Path(env["CODEQA_DATA_DIR"]))
+    model = {"embedding_model": env["CODEQA_EMBEDDING_MODEL"]} if "CODEQA_EMBEDDING_MODEL" in env else {}
+    return Settings(data_dir=Path(env["CODEQA_DATA_DIR"]), **model)
 
 
 # --- Bad input, through the real CLI ---------------------------------------------------------
@@ -298,16 +300,16 @@ def test_a_registry_being_created_lists_no_repo(settings):
 
 
 def test_searchable_before_its_vectors_and_a_killed_fill_resumes(tmp_path):
-    """Rows are searchable as soon as they are parsed; a `kill -9` while they are being embedded
-    leaves a searchable index whose rows without vectors still rank, and the next run embeds
-    only those."""
+    """With a transformer model (the static one embeds as it parses): rows are searchable as
+    soon as they are parsed; a `kill -9` while they are being embedded leaves a searchable index
+    whose rows without vectors still rank, and the next run embeds only those."""
     from codeqa.app import close_app, create_app
     from codeqa.search.retrieval import Retriever
     from codeqa.search.options import SearchOptions
 
     repo = tmp_path / "big"
     make_big_repo(repo, files=150)
-    env = {**os.environ, "CODEQA_DATA_DIR": str(tmp_path / "data")}
+    env = {**os.environ, "CODEQA_DATA_DIR": str(tmp_path / "data"), "CODEQA_EMBEDDING_MODEL": "all-MiniLM-L6-v2"}
     settings = settings_from_env(env)
     retriever = Retriever(settings)
     retriever.embedder.embed(["load the model before the index run starts"])
