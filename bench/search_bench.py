@@ -42,7 +42,7 @@ def summary(values: list[float]) -> dict:
 
 
 def ensure_index(settings: Settings) -> dict:
-    from index_bench import fetch_source
+    from bench.index_bench import fetch_source
     from codeqa.indexing.indexer import index_repo
 
     source = fetch_source("django==5.2.8")
