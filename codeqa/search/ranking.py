@@ -413,12 +413,17 @@ def hits_in_file_order(hits: list[Hit], files: list[FileHit]) -> list[Hit]:
     Named rows: reports paste logs and version dumps full of identifiers (xarray's template asks
     for `xr.show_versions()`), so a name alone put `show_versions` first. A named row leads only
     when the file ranking, which weighs the mention with the rest of the evidence, lists its
-    file: train function recall@10 0.419 → 0.442, hit@10 0.616 → 0.637, no language lower."""
+    file: train function recall@10 0.419 → 0.442, hit@10 0.616 → 0.637, no language lower.
+    Named rows of several listed files come in the files' order: a trace's `add` in the file
+    it names before another file's `add` that the vectors happened to like better."""
     listed = {file.path for file in files}
     docs = [hit for hit in hits if hit.language in DOC_LANGUAGES]
     in_place = {hit.id for hit in docs[:DOCS_IN_PLACE]}
     code = [hit for hit in hits if hit.language not in DOC_LANGUAGES]
-    ordered = [hit for hit in code if hit.exact and hit.file_path in listed]
+    file_rank = {file.path: rank for rank, file in enumerate(files)}
+    ordered = sorted(
+        (hit for hit in code if hit.exact and hit.file_path in listed), key=lambda h: file_rank[h.file_path]
+    )
     seen = {hit.id for hit in ordered}
     ordered += [
         hit for file in files for hit in file.symbols if hit.id not in seen and hit.language not in DOC_LANGUAGES
