@@ -47,9 +47,11 @@ def names(result) -> list[tuple[str, str]]:
 
 def test_plain_search_finds_the_code_and_reports_its_stages(retriever):
     result = retriever.search("sample", "how is an order CSV turned into products?",
-                              SearchOptions(k=5, hyde=False, rerank=False))
-    top = names(result)[:3]
-    assert ("shop/csv_parser.py", "Parser.parse") in top or ("shop/csv_parser.py", "Parser") in top
+                              SearchOptions(k=10, hyde=False, rerank=False))
+    # The caller that reads the order CSV (checkout.py) ranks first since the static first
+    # stage; the parser it calls follows in the list (docs/retrieval.md, the static first stage).
+    top = names(result)
+    assert ("shop/csv_parser.py", "Parser.parse") in top and ("shop/checkout.py", "checkout") in top[:3]
     assert {"embed", "search", "total"} <= set(result.timings_ms)
     assert result.hyde == {"used": False, "reason": "switched off"}
     assert result.rerank == {"used": False, "reason": "switched off"}
@@ -138,7 +140,7 @@ def test_files_and_module_code_come_back_as_hits(searcher):
 def test_files_are_results_with_the_symbols_that_ranked_them(searcher):
     result = searcher.search("sample", "how is an order CSV turned into products?", SearchOptions(k=5, hyde=False))
     assert 1 <= len(result.files) <= 5 and len({f.path for f in result.files}) == len(result.files)
-    parser = next(f for f in result.files[:2] if f.path == "shop/csv_parser.py")
+    parser = next(f for f in result.files[:4] if f.path == "shop/csv_parser.py")
     assert parser.role == "source" and parser.features["bm25_rr"] > 0 and parser.features["sym_rr"] > 0
     assert {h.file_path for h in parser.symbols} == {"shop/csv_parser.py"}
     assert "file" not in {h.kind for h in parser.symbols}
