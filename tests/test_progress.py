@@ -32,11 +32,17 @@ def test_no_progress_when_switched_off_or_when_there_is_nothing_to_do(capsys):
 
 
 @pytest.mark.integration
-def test_an_index_run_piped_to_a_log_reports_files_parsed_and_rows_embedded(tmp_path, capsys):
-    index_repo(SAMPLE_REPO, settings_for(tmp_path / "data"), name="sample", progress=None)
+@pytest.mark.parametrize("model", ["codeqa-static", "all-MiniLM-L6-v2"])
+def test_an_index_run_piped_to_a_log_reports_files_parsed_and_rows_embedded(tmp_path, capsys, model):
+    """A transformer embeds after parsing, with a line of its own; the static model embeds in the
+    parse workers, so its run has no embedding stage to report."""
+    index_repo(SAMPLE_REPO, settings_for(tmp_path / "data", embedding_model=model), name="sample", progress=None)
     err = capsys.readouterr().err
     assert "\r" not in err and "\x1b" not in err  # no bar redrawn over itself in a log
     parsing = [line for line in err.splitlines() if line.startswith("Parsing: ")]
     embedding = [line for line in err.splitlines() if line.startswith("Embedding: ")]
     assert len(parsing) >= 5 and parsing[-1].startswith("Parsing: 32/32 files done in ")
-    assert embedding and re.match(r"Embedding: [\d,]+/[\d,]+ rows done in ", embedding[-1])
+    if model == "codeqa-static":
+        assert embedding == []
+    else:
+        assert embedding and re.match(r"Embedding: [\d,]+/[\d,]+ rows done in ", embedding[-1])
