@@ -1,9 +1,9 @@
 """A static code embedder: a token lookup, a sum and a normalisation, numpy only.
 
 The model (`models/codeqa-static/`, model card there) is a table of token vectors trained by
-CodeQA (`training/train_static.py`): distilled from all-MiniLM-L6-v2 over a vocabulary of code
-identifiers, fitted to the transformer's embeddings of real code and questions, then trained
-contrastively on (fix-commit or issue text → changed definition) pairs. No transformer runs:
+CodeQA (`training/train_static.py`): distilled from `codeqa-matcher` (all-MiniLM-L6-v2
+fine-tuned here) over a vocabulary of code identifiers, then trained contrastively on
+(fix-commit or issue text → changed definition) pairs. No transformer runs:
 a definition costs a regex pass and a few hundred row lookups, thousands per second per core.
 
 Text → tokens is the index's own (`parsing.tokens.code_token_list`, what BM25 reads): every
