@@ -31,7 +31,7 @@ import numpy as np
 
 
 from training.sources import validation_repos
-from training.train_embedder import DATA, FileTexts, embedded_query, load_model, load_records
+from training.train_embedder import DATA, FileTexts, embedded_query, gold_candidates, load_model, load_records
 
 VALIDATION = DATA / "validation.jsonl.gz"
 Scorer = Callable[[list[dict]], list[np.ndarray]]  # items -> each item's candidate scores
@@ -47,15 +47,7 @@ def build_validation(mirror: Path, out: Path) -> None:
         for record in load_records():
             if record["repo"] not in held_back:
                 continue
-            candidates, changed = [], []
-            for gold in record["files"]:
-                by_key = texts.get(record["repo"], record["base_commit"], gold["path"], gold["language"])
-                for group, is_changed in ((gold["positives"], True), (gold["negatives"], False)):
-                    for name, _kind, start, _end in group:
-                        if (name, start) in by_key:
-                            candidates.append(by_key[(name, start)])
-                            changed.append(is_changed)
-            texts.clear()
+            candidates, changed = gold_candidates(texts, record)
             if any(changed) and not all(changed):
                 handle.write(json.dumps({"id": record["id"], "repo": record["repo"], "kind": record["query_type"],
                                          "language": record["files"][0]["language"],

@@ -30,7 +30,7 @@ from multiprocessing import Pool
 from pathlib import Path
 
 from training.sources import check_allowed, load_sources, validation_repos
-from training.train_embedder import DATA, FileTexts, definition_texts, embedded_query, load_records
+from training.train_embedder import DATA, FileTexts, definition_texts, embedded_query, gold_candidates, load_records
 
 STATIC = DATA / "static"
 ITEMS = STATIC / "items"
@@ -65,15 +65,7 @@ def item_rows(mirror: Path, records: list[dict]) -> list[dict]:
     texts = FileTexts(mirror)
     rows = []
     for record in records:
-        candidates, changed = [], []
-        for gold in record["files"]:
-            by_key = texts.get(record["repo"], record["base_commit"], gold["path"], gold["language"])
-            for group, is_changed in ((gold["positives"], True), (gold["negatives"], False)):
-                for name, _kind, start, _end in group:
-                    if (name, start) in by_key:
-                        candidates.append(by_key[(name, start)])
-                        changed.append(is_changed)
-        texts.clear()
+        candidates, changed = gold_candidates(texts, record)
         if any(changed):
             rows.append({"id": record["id"], "repo": record["repo"], "kind": record["query_type"],
                          "language": record["files"][0]["language"], "query": embedded_query(record["query"]),

@@ -96,6 +96,21 @@ def load_records(max_items: int = 0) -> list[dict]:
     return records
 
 
+def gold_candidates(texts: FileTexts, record: dict) -> tuple[list[str], list[bool]]:
+    """A record's candidate definitions as the index embeds them (its gold files' changed ones
+    and the mined negatives, those the parser still finds) and which are changed."""
+    candidates, changed = [], []
+    for gold in record["files"]:
+        by_key = texts.get(record["repo"], record["base_commit"], gold["path"], gold["language"])
+        for group, is_changed in ((gold["positives"], True), (gold["negatives"], False)):
+            for name, _kind, start, _end in group:
+                if (name, start) in by_key:
+                    candidates.append(by_key[(name, start)])
+                    changed.append(is_changed)
+    texts.clear()
+    return candidates, changed
+
+
 def build_triples(mirror: Path, triples_file: Path, max_items: int = 0) -> None:
     """(query, positive text, hard-negative text, item id) for every pair of the pairs file
     (of a random `max_items` records when set: a sample for trying the loop). A definition

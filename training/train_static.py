@@ -54,6 +54,7 @@ from codeqa.indexing.static_embedder import (CONTINUATION, MODEL_DIR, VECTORS_FI
 from codeqa.parsing.tokens import code_token_list
 from training.sources import check_allowed, validation_repos
 from training.static_data import CORPUS, ITEMS, STATIC, read_shards
+from training.train_embedder import latest_checkpoint, save_checkpoint
 
 MODELS = STATIC / "models"
 CHECKPOINTS = STATIC / "checkpoints"
@@ -340,22 +341,6 @@ def bag(encoded: list[np.ndarray], rows: list[int]):
     offsets = np.cumsum([0] + [len(x) for x in ids[:-1]])
     flat = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int32)
     return torch.from_numpy(flat.astype(np.int64)), torch.from_numpy(offsets.astype(np.int64))
-
-
-def latest_checkpoint(directory: Path) -> Path | None:
-    found = sorted(directory.glob("step-*.pt"), key=lambda p: int(p.stem.split("-")[1]))
-    return found[-1] if found else None
-
-
-def save_checkpoint(directory: Path, step: int, state: dict) -> None:
-    import torch
-
-    directory.mkdir(parents=True, exist_ok=True)
-    partial = directory / f"step-{step}.partial"
-    torch.save(state, partial)
-    partial.rename(directory / f"step-{step}.pt")
-    for old in sorted(directory.glob("step-*.pt"), key=lambda p: int(p.stem.split("-")[1]))[:-2]:
-        old.unlink()
 
 
 def tokenlearn(args: argparse.Namespace) -> None:
