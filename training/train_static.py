@@ -54,7 +54,7 @@ from codeqa.indexing.static_embedder import (CONTINUATION, MODEL_DIR, VECTORS_FI
 from codeqa.parsing.tokens import code_token_list
 from training.sources import check_allowed, validation_repos
 from training.static_data import CORPUS, ITEMS, STATIC, read_shards
-from training.train_embedder import latest_checkpoint, save_checkpoint
+from training.train_embedder import batches, latest_checkpoint, save_checkpoint
 
 MODELS = STATIC / "models"
 CHECKPOINTS = STATIC / "checkpoints"
@@ -468,20 +468,7 @@ def batches_of(examples: list[dict], size: int, seed: int, by_repo: bool = False
         result = [batch for group in grouped.values() for batch in batches_of(group, size, rng.randrange(1 << 30))]
         rng.shuffle(result)
         return result
-    order = examples[:]
-    random.Random(seed).shuffle(order)
-    result, pending = [], order
-    while pending:
-        batch, ids, deferred = [], set(), []
-        for example in pending:
-            if len(batch) < size and example["id"] not in ids:
-                batch.append(example)
-                ids.add(example["id"])
-            else:
-                deferred.append(example)
-        result.append(batch)
-        pending = deferred
-    return result
+    return batches(examples, size, seed)
 
 
 def dev_scorer(items: list[dict]):
