@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from codeqa.store import create_tables, registry, schema
@@ -285,6 +286,35 @@ def test_run_interrupted_before_references_is_repaired_by_the_next(settings, sam
     assert (rerun.added, rerun.changed, rerun.deleted) == (0, 0, 0) and rerun.references_updated > 0
 
     clean = settings.__class__(data_dir=tmp_path / "clean")
+    index_repo(sample_copy, clean, name="s", progress=False)
+    assert_same_rows(snapshot(settings, "s"), snapshot(clean, "s"))
+
+
+def test_first_run_killed_between_rows_and_manifest_leaves_no_duplicate(settings, sample_copy, tmp_path, monkeypatch):
+    """A new generation's batches are appended (no merge): a run that dies after a batch's rows
+    are in but before its manifest entries leaves rows no manifest lists; the next run replaces
+    them, and the index equals a clean one row for row."""
+    settings = replace(settings, write_batch=4)
+    appended = create_tables.RepoTables.add_files
+    batches = []
+
+    def rows_then_crash(self, entries, rows):
+        batches.append(len(entries))
+        if len(batches) == 2:
+            for name, table in zip(schema.ROW_TABLES, self.row_tables, strict=False):
+                if rows.get(name):
+                    table.add(pa.Table.from_pylist(rows[name], schema=table.schema), on_bad_vectors="null")
+            raise KeyboardInterrupt
+        appended(self, entries, rows)
+
+    monkeypatch.setattr(create_tables.RepoTables, "add_files", rows_then_crash)
+    with pytest.raises(KeyboardInterrupt):
+        index_repo(sample_copy, settings, name="s", progress=False)
+    monkeypatch.undo()
+    rerun = index_repo(sample_copy, settings, name="s", progress=False)
+    assert rerun.added > 0
+
+    clean = replace(settings, data_dir=tmp_path / "clean")
     index_repo(sample_copy, clean, name="s", progress=False)
     assert_same_rows(snapshot(settings, "s"), snapshot(clean, "s"))
 

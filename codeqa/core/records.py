@@ -18,7 +18,7 @@ from typing import Any
 EXPRESSION_QUALIFIER = "()"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # millions of these live through a large repo's references
 class Reference:
     """A use of a name, as the parser found it: a call, an instantiation, a type use or a value read."""
 
@@ -31,7 +31,7 @@ class Reference:
     enclosing: str | None  # qualified name of the innermost definition around the use
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Binding:
     """What the parser learned a name holds, for resolving `name.m()` to the right `Type.m`.
 
@@ -46,7 +46,7 @@ class Binding:
     enclosing: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SymbolInfo:
     """What reference resolution needs to know about one indexed definition."""
 

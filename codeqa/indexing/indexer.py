@@ -308,7 +308,16 @@ def _index_locked(
         else []
     )
     _write_files(
-        repo, plan.to_write, embedder, settings, report, progress, walked_at, lock, partial(on_progress, PARSING)
+        repo,
+        plan.to_write,
+        embedder,
+        settings,
+        report,
+        progress,
+        walked_at,
+        lock,
+        partial(on_progress, PARSING),
+        new_tables=previous is None,
     )
     if plan.restat:
         with _stage(report, "write"):
@@ -407,10 +416,12 @@ def _write_files(
     walked_at: int,
     lock: RepoLock,
     listener: StageListener,
+    new_tables: bool,
 ) -> None:
     """Parse and write the files that changed, a batch at a time (while the lock is ours), the
     parsing on every core, or a cluster's (`executors.open_parsers`). Rows whose text is
-    unchanged keep their vector; the others get theirs in `fill_vectors`."""
+    unchanged keep their vector; the others get theirs in `fill_vectors`. Into `new_tables`
+    (this run's new generation) each batch is appended: no file has rows there yet."""
     bar = Progress("Parsing", len(todo), "file", progress, listener)
     size = settings.write_batch
     batches = [todo[start : start + size] for start in range(0, len(todo), size)]
@@ -433,20 +444,23 @@ def _write_files(
                 if embedder.inline:
                     report.embedded += sum(len(rows) for one in parsed for rows in one.rows.values())
                 with _stage(report, "write"):
-                    _write_batch(repo, parsed, lock, embedded=embedder.inline)
+                    _write_batch(repo, parsed, lock, embedded=embedder.inline, new_files=new_tables)
     finally:
         bar.close()
 
 
-def _write_batch(repo: RepoTables, parsed: list[FileRows], lock: RepoLock, embedded: bool) -> None:
+def _write_batch(repo: RepoTables, parsed: list[FileRows], lock: RepoLock, embedded: bool, new_files: bool) -> None:
     """One atomic write of a batch's rows; rows not `embedded` while parsed keep the vectors the
     rows they replace had for the same text (the rest get theirs in `fill_vectors`)."""
     rows = {name: [r for p in parsed for r in p.rows[name]] for name in ROW_TABLES}
-    if not embedded:
+    if not embedded and not new_files:
         paths = [p.manifest.file_path for p in parsed]
         reuse_vectors([r for t in rows.values() for r in t], repo.cached_vectors(paths))
     lock.check()
-    repo.replace_files([p.manifest for p in parsed], rows)
+    if new_files:
+        repo.add_files([p.manifest for p in parsed], rows)
+    else:
+        repo.replace_files([p.manifest for p in parsed], rows)
 
 
 def _names_touched(parses: Iterable[FileParse]) -> set[str]:
@@ -492,6 +506,8 @@ class _UsesOf:
 MAX_FILTERED_NAMES = 500
 # A run that changes more files than this (and a fifth of the repo) re-resolves every name.
 FULL_RESOLUTION_FILES = 2000
+# Rows of new references written at a time: a million-definition repo's would fill gigabytes at once.
+REFERENCE_WRITE_ROWS = 10_000
 
 
 def update_references(repo: RepoTables, changed: set[str] | None, before: list[FileParse]) -> tuple[int, int]:
@@ -527,17 +543,29 @@ def update_references(repo: RepoTables, changed: set[str] | None, before: list[F
                 )
             for target, use in resolver.uses_in(parse):
                 uses.setdefault(target, _UsesOf()).add(use)
+    del resolver
     stored = repo.stored_reference_hashes()
     updates: dict[str, list[dict]] = {"methods": [], "classes": []}
+    updated = 0
     for symbol in targets:
-        found = uses.get(symbol.id)
+        found = uses.pop(symbol.id, None)  # each is read once: free it as its row is made
         kept = found.stored() if found else []
         count, total = (found.count, found.total) if found else (0, 0)
         digest = hashlib.sha1(json.dumps([count, total, kept], sort_keys=True).encode()).hexdigest() if found else ""
         if stored.get(symbol.id, digest) != digest:
-            updates[table_of(symbol.kind)].append(
+            table = table_of(symbol.kind)
+            updates[table].append(
                 {"id": symbol.id, "references": kept, "reference_count": count, "references_hash": digest}
             )
-    for table, rows in updates.items():
-        repo.update_references(table, rows)
-    return repo.total_references(), sum(len(rows) for rows in updates.values())
+            if len(updates[table]) >= REFERENCE_WRITE_ROWS:
+                updated += _flush_references(repo, table, updates)
+    for table in updates:
+        updated += _flush_references(repo, table, updates)
+    return repo.total_references(), updated
+
+
+def _flush_references(repo: RepoTables, table: str, updates: dict[str, list[dict]]) -> int:
+    """Write one table's pending reference updates; how many rows they were."""
+    rows, updates[table] = updates[table], []
+    repo.update_references(table, rows)
+    return len(rows)

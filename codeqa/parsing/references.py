@@ -232,7 +232,7 @@ class _Types:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a large repo's resolution holds millions of these
 class Use:
     """A use of a definition, stored with its row."""
 

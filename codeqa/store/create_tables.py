@@ -190,6 +190,18 @@ class RepoTables:
             )
         self.update_manifest(entries)
 
+    def add_files(self, entries: Sequence[ManifestEntry], rows: Mapping[str, list[dict]]) -> None:
+        """Append the rows of files that have none yet (a new generation's), then their manifest
+        entries. Appending skips the merge's join with every row already written, which grows
+        with the table; a crash between the writes leaves rows without a manifest entry, which
+        the next run's plan finds (`stored_file_paths`) and replaces."""
+        if not entries:
+            return
+        for name, table in zip(ROW_TABLES, self.row_tables, strict=False):
+            if rows.get(name):
+                table.add(pa.Table.from_pylist(rows[name], schema=table.schema), on_bad_vectors="null")
+        self.files.add(pa.Table.from_pylist([entry.to_row() for entry in entries], schema=FILES_SCHEMA))
+
     def record_states(self, states: Sequence[FileState]) -> None:
         """Write new sizes and mtimes of files whose content is unchanged (their parse results stay)."""
         if not states:
@@ -222,27 +234,32 @@ class RepoTables:
         if not updates:
             return
         table = self.methods if table_name == "methods" else self.classes
+        _index_ids(table)
         schema = pa.schema([table.schema.field(n) for n in ("id", "references", "reference_count", "references_hash")])
         for chunk in _chunks(updates, 2000):
             data = pa.Table.from_pylist(list(chunk), schema=schema)
             table.merge_insert("id").when_matched_update_all().execute(data)
 
     def finish(self) -> None:
-        """Create missing indexes, fold new rows into them and compact; old versions go after a
-        grace period (a reader may still be on one). The vector index waits for the vectors:
-        built while rows still lack theirs, it would hold only some (later rows are searched
-        flat until the next compaction folds them in)."""
+        """Compact and fold new rows into the indexes there are, then create the missing ones
+        over the compacted rows; old versions go after a grace period (a reader may still be on
+        one). In this order a new index is not optimized again at once, which costs an HNSW index
+        as much as building it (measured: 14.5 s for 130,000 rows, each time). The vector index
+        waits for the vectors: built while rows still lack theirs, it would hold only some (later
+        rows are searched flat until the next compaction folds them in)."""
         FTS, BTree, HnswSq = (getattr(lancedb_module().index, name) for name in ("FTS", "BTree", "HnswSq"))
 
         for table in self.row_tables:
             rows = table.count_rows()
             if rows == 0:
                 continue
+            table.optimize(cleanup_older_than=timedelta(minutes=10))
             indexed = {tuple(ix.columns) for ix in table.list_indices()}
             if ("vector",) not in indexed and rows >= ANN_MIN_ROWS and not table.count_rows(NO_VECTOR):
                 table.create_index("vector", config=HnswSq(distance_type="cosine", num_partitions=max(1, rows // 8192)))
             if ("file_path",) not in indexed:  # a search reads the best files' every definition
                 table.create_index("file_path", config=BTree())
+            _index_ids(table)
             text_columns = FTS_COLUMNS + ((FILE_TEXT_COLUMN,) if table is self.modules else ())
             for column in text_columns:
                 if (column,) not in indexed:
@@ -258,7 +275,6 @@ class RepoTables:
                             max_token_length=64,
                         ),
                     )
-            table.optimize(cleanup_older_than=timedelta(minutes=10))
         self.files.optimize(cleanup_older_than=timedelta(minutes=10))
 
     def counts(self) -> dict[str, int]:
@@ -270,3 +286,12 @@ class RepoTables:
             "modules": self.modules.count_rows(filters.equals("kind", MODULE_KIND)),
             "files": self.files.count_rows(),
         }
+
+
+def _index_ids(table: lancedb.table.Table) -> None:
+    """Give a table its `id` index if it has rows and none yet. A merge on `id` without one reads
+    every row of the table, all columns (measured: +1.7 GB and 2.3 s per 10,000 rows merged into
+    130,000), with one it reads the matched rows alone (0.1 s, no growth); rows added later are
+    searched beside the index until `optimize` folds them in."""
+    if ("id",) not in {tuple(ix.columns) for ix in table.list_indices()} and table.count_rows():
+        table.create_index("id", config=lancedb_module().index.BTree())
