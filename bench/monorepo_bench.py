@@ -31,6 +31,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -118,16 +119,61 @@ def run_child(argv: list[str], env: dict[str, str]) -> tuple[float, int, subproc
     return seconds, max(peak, before) // 1024, done
 
 
+def run_sampled(argv: list[str], env: dict[str, str]) -> tuple[float, dict, str]:
+    """Run the indexer, sampling its memory every half second: wall seconds, the peak RSS (MB)
+    of its main process and of it with its parse workers in each stage it reports (`stage: NAME`
+    lines on stderr), and its stdout."""
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started = time.perf_counter()
+    stage = ["starting"]
+    tail: list[str] = []
+
+    def follow_stderr() -> None:
+        assert child.stderr is not None
+        for line in child.stderr:
+            print(line, end="", file=sys.stderr, flush=True)
+            tail[:] = [*tail[-50:], line]
+            if line.startswith("stage: "):
+                stage[0] = line.removeprefix("stage: ").strip()
+
+    reader = threading.Thread(target=follow_stderr, daemon=True)
+    reader.start()
+    peaks: dict[str, int] = {}
+    process = psutil.Process(child.pid)
+    while child.poll() is None:
+        try:
+            main_rss = process.memory_info().rss
+            tree_rss = main_rss + sum(c.memory_info().rss for c in process.children(recursive=True))
+        except psutil.Error:
+            break
+        for key, value in ((f"main, {stage[0]}", main_rss), (f"with workers, {stage[0]}", tree_rss)):
+            peaks[key] = max(peaks.get(key, 0), value // (1024 * 1024))
+        time.sleep(0.5)
+    stdout = child.stdout.read() if child.stdout else ""
+    child.wait()
+    reader.join(timeout=10)
+    seconds = time.perf_counter() - started
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:4])} failed ({child.returncode}):\n{''.join(tail)[-3000:]}")
+    return seconds, peaks, stdout
+
+
 def step_index(tree: Path, data: Path, env: dict[str, str]) -> dict:
     shutil.rmtree(data, ignore_errors=True)
-    code = ("import json, sys; from codeqa import Settings, index_repo; "
-            "r = index_repo(sys.argv[1], Settings.from_env(), name=sys.argv[2], progress=True); "
+    code = ("import json, sys; from codeqa import Settings, index_repo; seen = []\n"
+            "from codeqa.store.create_tables import RepoTables\n"
+            "def stage(name, done, total):\n"
+            "    if name not in seen: seen.append(name); print(f'stage: {name}', file=sys.stderr, flush=True)\n"
+            "finish = RepoTables.finish\n"  # the indexes and compaction: a stage of its own here
+            "def optimizing(tables): stage('optimizing', 0, 0); seen.remove('optimizing'); finish(tables)\n"
+            "RepoTables.finish = optimizing\n"
+            "r = index_repo(sys.argv[1], Settings.from_env(), name=sys.argv[2], progress=True, on_progress=stage)\n"
             "print(json.dumps({**r.stats().to_json(), 'too_deep': sum(r.too_deep.values())}))")
-    seconds, peak_mb, done = run_child([sys.executable, "-c", code, str(tree), NAME], env)
-    stats = json.loads(done.stdout.strip().splitlines()[-1])
+    seconds, peaks, stdout = run_sampled([sys.executable, "-c", code, str(tree), NAME], env)
+    stats = json.loads(stdout.strip().splitlines()[-1])
     sizes = {path.name.split("__")[-1].removesuffix(".lance"): _megabytes(path)
              for path in (data / "lancedb").glob("*.lance") if "__" in path.name}
-    return {"wall_s": round(seconds, 1), "peak_rss_mb": peak_mb, "rows": stats["rows"], "files": stats["files"],
+    return {"wall_s": round(seconds, 1), "peak_rss_mb": peaks, "rows": stats["rows"], "files": stats["files"],
             "methods": stats["methods"], "classes": stats["classes"], "references": stats["references"],
             "timings_s": stats["timings"], "table_mb": sizes, "lancedb_mb": _megabytes(data / "lancedb")}
 
