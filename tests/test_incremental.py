@@ -380,3 +380,33 @@ def test_searchable_before_its_vectors_and_a_killed_fill_resumes(tmp_path):
     assert create_tables.RepoTables(db, registry.get_repo(db, "big")).vector_counts() == (600, 0)
     assert registry.get_repo(db, "big").stats.embedded_percent == 100
     assert not retriever.search("big", "helper", SearchOptions(k=3, hyde=False)).notices
+
+
+def test_a_small_change_is_searchable_without_optimizing_and_a_large_one_optimizes(settings, sample_copy, monkeypatch):
+    """Rows a run adds outside the indexes are still found (searched flat beside them), so a
+    small change skips the compaction and index rewrite that cost minutes at a million rows;
+    past the threshold the run folds them in."""
+    from codeqa.search.options import SearchOptions
+    from codeqa.search.retrieval import Retriever
+
+    def unindexed(table) -> int:
+        return max(table.index_stats(ix.name).num_unindexed_rows for ix in table.list_indices())
+
+    index_repo(sample_copy, settings, name="s", progress=False)
+    db = connect(settings)
+    methods = create_tables.RepoTables(db, registry.get_repo(db, "s")).methods
+    assert unindexed(methods) == 0
+
+    (sample_copy / "shop" / "ledger.py").write_text(
+        'def tally_zebra_quokkas(herd):\n    """Count the zebras and quokkas of a herd."""\n    return len(herd)\n')
+    index_repo(sample_copy, settings, name="s", progress=False)
+    methods = create_tables.RepoTables(db, registry.get_repo(db, "s")).methods
+    assert unindexed(methods) > 0
+    found = Retriever(settings).search("s", "count zebras and quokkas", SearchOptions(k=5, hyde=False, rerank=False))
+    assert "tally_zebra_quokkas" in [hit.qualified_name for hit in found.results]
+
+    monkeypatch.setattr(create_tables, "OPTIMIZE_UNINDEXED_ROWS", 1)
+    (sample_copy / "shop" / "ledger.py").write_text("def tally_herd(herd):\n    return len(herd)\n")
+    index_repo(sample_copy, settings, name="s", progress=False)
+    methods = create_tables.RepoTables(db, registry.get_repo(db, "s")).methods
+    assert unindexed(methods) == 0

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     import lancedb
 
 DELETE_CHUNK = 500  # file paths per delete or vector read: bounds the length of one filter
+OLD_VERSIONS_KEPT = timedelta(minutes=10)  # a reader still on an older version finishes its query
+OPTIMIZE_UNINDEXED_ROWS = 10_000  # rows outside an index are searched flat: cheap below this
+OPTIMIZE_SMALL_FRAGMENTS = 32  # each run adds a few small fragments to a table; many slow every read
 
 
 def _chunks(items: Sequence, size: int) -> Iterable[Sequence]:
@@ -241,41 +244,46 @@ class RepoTables:
             table.merge_insert("id").when_matched_update_all().execute(data)
 
     def finish(self) -> None:
-        """Compact and fold new rows into the indexes there are, then create the missing ones
-        over the compacted rows; old versions go after a grace period (a reader may still be on
-        one). In this order a new index is not optimized again at once, which costs an HNSW index
-        as much as building it (measured: 14.5 s for 130,000 rows, each time). The vector index
-        waits for the vectors: built while rows still lack theirs, it would hold only some (later
-        rows are searched flat until the next compaction folds them in)."""
-        FTS, BTree, HnswSq = (getattr(lancedb_module().index, name) for name in ("FTS", "BTree", "HnswSq"))
-
+        """Build the indexes a table lacks, and compact and fold new rows into the ones it has
+        once enough has changed (`_needs_optimize`); then, too, old versions go, after a grace
+        period (a reader may still be on one). Compaction comes before a new index, so that the index is
+        not optimized again at once, which costs an HNSW index as much as building it (measured:
+        14.5 s for 130,000 rows, each time). The vector index waits for the vectors: built while
+        rows still lack theirs, it would hold only some (later rows are searched flat until the
+        next compaction folds them in)."""
         for table in self.row_tables:
             rows = table.count_rows()
             if rows == 0:
                 continue
-            table.optimize(cleanup_older_than=timedelta(minutes=10))
-            indexed = {tuple(ix.columns) for ix in table.list_indices()}
-            if ("vector",) not in indexed and rows >= ANN_MIN_ROWS and not table.count_rows(NO_VECTOR):
-                table.create_index("vector", config=HnswSq(distance_type="cosine", num_partitions=max(1, rows // 8192)))
-            if ("file_path",) not in indexed:  # a search reads the best files' every definition
-                table.create_index("file_path", config=BTree())
-            _index_ids(table)
-            text_columns = FTS_COLUMNS + ((FILE_TEXT_COLUMN,) if table is self.modules else ())
-            for column in text_columns:
-                if (column,) not in indexed:
-                    stem = column == "search_text"
-                    table.create_index(
-                        column,
-                        config=FTS(
-                            base_tokenizer="whitespace",
-                            stem=stem,
-                            remove_stop_words=stem,
-                            lower_case=True,
-                            ascii_folding=False,
-                            max_token_length=64,
-                        ),
-                    )
-        self.files.optimize(cleanup_older_than=timedelta(minutes=10))
+            missing = self._missing_indexes(table, rows)
+            if missing or _needs_optimize(table):
+                table.optimize(cleanup_older_than=OLD_VERSIONS_KEPT)
+            for column, config in missing:
+                table.create_index(column, config=config)
+        self.files.optimize(cleanup_older_than=OLD_VERSIONS_KEPT)
+
+    def _missing_indexes(self, table: lancedb.table.Table, rows: int) -> list[tuple[str, object]]:
+        """(column, index config) of each index `table` should have and has not."""
+        FTS, BTree, HnswSq = (getattr(lancedb_module().index, name) for name in ("FTS", "BTree", "HnswSq"))
+        indexed = {tuple(ix.columns) for ix in table.list_indices()}
+        wanted: list[tuple[str, object]] = []
+        if ("vector",) not in indexed and rows >= ANN_MIN_ROWS and not table.count_rows(NO_VECTOR):
+            wanted.append(("vector", HnswSq(distance_type="cosine", num_partitions=max(1, rows // 8192))))
+        wanted += [(column, BTree()) for column in ("file_path", "id") if (column,) not in indexed]
+        text_columns = FTS_COLUMNS + ((FILE_TEXT_COLUMN,) if table is self.modules else ())
+        for column in text_columns:
+            if (column,) not in indexed:
+                stem = column == "search_text"
+                config = FTS(
+                    base_tokenizer="whitespace",
+                    stem=stem,
+                    remove_stop_words=stem,
+                    lower_case=True,
+                    ascii_folding=False,
+                    max_token_length=64,
+                )
+                wanted.append((column, config))
+        return wanted
 
     def counts(self) -> dict[str, int]:
         docs = self.classes.count_rows(filters.equals("kind", DOC_KIND))
@@ -286,6 +294,19 @@ class RepoTables:
             "modules": self.modules.count_rows(filters.equals("kind", MODULE_KIND)),
             "files": self.files.count_rows(),
         }
+
+
+def _needs_optimize(table: lancedb.table.Table) -> bool:
+    """Whether compacting `table` and folding its new rows into its indexes is worth it now.
+    Rows not yet in an index are still found (searched flat beside it), so a small change need
+    not pay for it: on a million-row index, optimizing after a one-file edit took minutes
+    (every index of every table rewritten). LanceDB's advice is to optimize after about 100,000
+    changed rows or 20 writes; each index run writes a table a few times."""
+    stats: Any = table.stats()  # typed as a dataclass, returned as a dict (lancedb 0.40)
+    if stats["fragment_stats"]["num_small_fragments"] >= OPTIMIZE_SMALL_FRAGMENTS:
+        return True
+    indexes = (table.index_stats(ix.name) for ix in table.list_indices())
+    return max((ix.num_unindexed_rows for ix in indexes if ix), default=0) >= OPTIMIZE_UNINDEXED_ROWS
 
 
 def _index_ids(table: lancedb.table.Table) -> None:
