@@ -382,31 +382,38 @@ def test_searchable_before_its_vectors_and_a_killed_fill_resumes(tmp_path):
     assert not retriever.search("big", "helper", SearchOptions(k=3, hyde=False)).notices
 
 
-def test_a_small_change_is_searchable_without_optimizing_and_a_large_one_optimizes(settings, sample_copy, monkeypatch):
+def test_a_small_change_to_a_large_table_is_searchable_without_optimizing(settings, sample_copy, monkeypatch):
     """Rows a run adds outside the indexes are still found (searched flat beside them), so a
-    small change skips the compaction and index rewrite that cost minutes at a million rows;
-    past the threshold the run folds them in."""
+    small change to a large table skips the compaction and index rewrite that cost minutes at
+    a million rows; past its share of the table, or in a small table, the run folds them in."""
     from codeqa.search.options import SearchOptions
     from codeqa.search.retrieval import Retriever
 
     def unindexed(table) -> int:
         return max(table.index_stats(ix.name).num_unindexed_rows for ix in table.list_indices())
 
+    def methods():
+        return create_tables.RepoTables(db, registry.get_repo(db, "s")).methods
+
     index_repo(sample_copy, settings, name="s", progress=False)
     db = connect(settings)
-    methods = create_tables.RepoTables(db, registry.get_repo(db, "s")).methods
-    assert unindexed(methods) == 0
+    assert unindexed(methods()) == 0
 
+    monkeypatch.setattr(create_tables, "OPTIMIZE_ALWAYS_BELOW", 0)  # the sample's tables as if large
     (sample_copy / "shop" / "ledger.py").write_text(
         'def tally_zebra_quokkas(herd):\n    """Count the zebras and quokkas of a herd."""\n    return len(herd)\n')
     index_repo(sample_copy, settings, name="s", progress=False)
-    methods = create_tables.RepoTables(db, registry.get_repo(db, "s")).methods
-    assert unindexed(methods) > 0
+    assert unindexed(methods()) > 0
     found = Retriever(settings).search("s", "count zebras and quokkas", SearchOptions(k=5, hyde=False, rerank=False))
     assert "tally_zebra_quokkas" in [hit.qualified_name for hit in found.results]
 
-    monkeypatch.setattr(create_tables, "OPTIMIZE_UNINDEXED_ROWS", 1)
+    monkeypatch.setattr(create_tables, "OPTIMIZE_UNINDEXED_SHARE", 0.001)
     (sample_copy / "shop" / "ledger.py").write_text("def tally_herd(herd):\n    return len(herd)\n")
     index_repo(sample_copy, settings, name="s", progress=False)
-    methods = create_tables.RepoTables(db, registry.get_repo(db, "s")).methods
-    assert unindexed(methods) == 0
+    assert unindexed(methods()) == 0
+
+    monkeypatch.setattr(create_tables, "OPTIMIZE_UNINDEXED_SHARE", 1.0)
+    monkeypatch.setattr(create_tables, "OPTIMIZE_ALWAYS_BELOW", 100_000)
+    (sample_copy / "shop" / "ledger.py").write_text("def tally_flock(flock):\n    return len(flock)\n")
+    index_repo(sample_copy, settings, name="s", progress=False)
+    assert unindexed(methods()) == 0
