@@ -247,11 +247,11 @@ class RepoTables:
     def finish(self) -> None:
         """Build the indexes a table lacks, and compact and fold new rows into the ones it has
         once enough has changed (`_needs_optimize`); then, too, old versions go, after a grace
-        period (a reader may still be on one). Compaction comes before a new index, so that the index is
-        not optimized again at once, which costs an HNSW index as much as building it (measured:
-        14.5 s for 130,000 rows, each time). The vector index waits for the vectors: built while
-        rows still lack theirs, it would hold only some (later rows are searched flat until the
-        next compaction folds them in)."""
+        period (a reader may still be on one). Compaction comes before a new index, so that the
+        index is not optimized again at once, which costs an HNSW index as much as building it
+        (measured: 14.5 s for 130,000 rows, each time). The vector index waits for the vectors:
+        built while rows still lack theirs, it would hold only some (later rows are searched
+        flat until the next compaction folds them in)."""
         for table in self.row_tables:
             rows = table.count_rows()
             if rows == 0:
