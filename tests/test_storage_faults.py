@@ -48,5 +48,5 @@ def test_index_and_remove_on_a_read_only_index_say_so_in_one_line(indexed_sample
 def test_a_full_disk_while_indexing_says_so_in_one_line(tmp_path):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
-    line = one_error_line(codeqa(small_disk(data_dir, "2m"), data_dir, "index", str(SAMPLE_REPO), "--no-progress"))
+    line = one_error_line(codeqa(small_disk(data_dir, "1m"), data_dir, "index", str(SAMPLE_REPO), "--no-progress"))
     assert line.startswith("error: The index storage failed") and line.endswith(": the disk is full."), line
