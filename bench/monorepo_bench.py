@@ -199,7 +199,8 @@ WARM_UP = 20  # queries answered before the timed ones: a server's first reads f
 
 
 def step_search(env: dict[str, str], count: int) -> dict:
-    warm_up, questions = _split(queries_from_index(env, count + WARM_UP), WARM_UP)
+    asked = queries_from_index(env, count + WARM_UP)
+    warm_up, questions = asked[:WARM_UP], asked[WARM_UP:]
     port = _free_port()
     server = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(port), "--threads", "4"], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -238,10 +239,6 @@ def step_reindex(tree: Path, env: dict[str, str]) -> dict:
         target.write_text(original)
     return {"one_file_in_process_s": round(seconds, 2), "one_file_cli_s": round(cli, 2),
             "note": "the second (CLI) run re-indexes the same edit back: the file changed again"}
-
-
-def _split(items: list[str], head: int) -> tuple[list[str], list[str]]:
-    return items[:head], items[head:]
 
 
 def _summary(times: list[float]) -> dict:
