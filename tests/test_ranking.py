@@ -26,7 +26,7 @@ def test_each_file_gets_every_feature_from_both_evidences() -> None:
     assert files["b.py"].features == pytest.approx({
         "sym_rr": 1 / 2, "sym_rel": 0.6 / 0.9, "sym_rows": math.log1p(2), "file_row": 0.0, "exact": 0.0,
         "bm25_rr": 1.0, "bm25_rel": 1.0, "uses_strong": 0.0, "used_by_strong": 0.0,
-        "test": 0.0, "test_asked": 0.0, "non_source": 0.0, "prose_asked": 0.0})
+        "test": 0.0, "test_asked": 0.0, "non_source": 0.0, "prose_asked": 0.0, "stem_asked": 0.0, "shim": 0.0})
     assert files["c.py"].features["bm25_rel"] == 0.5 and "sym_rr" not in files["c.py"].features
     assert [h.name for h in files["b.py"].symbols] == ["one", "two"] and files["c.py"].symbols == []
 

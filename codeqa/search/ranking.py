@@ -5,8 +5,9 @@ A search gathers two kinds of evidence about files: whole-file BM25 over their f
 (`file_text`: a file whose ten functions each match a little, or whose bug lives in
 module-level code, ranks there) and the symbol pool (rows of the three row tables, best
 first). `file_features` turns them, with the file's role, whether the question names the file
-or one of its symbols, and the reference graph between the pool's strongest rows, into a
-handful of numbers per file; a `LinearRanker` scores them with a logistic regression trained on
+or one of its symbols or uses the words of its name, whether it is a compatibility shim
+(signals/), and the reference graph between the pool's strongest rows, into a handful of
+numbers per file; a `LinearRanker` scores them with a logistic regression trained on
 the realistic eval's train split (`training/train_ranker.py` writes
 `models/file_ranker.json`: its features, weights and what it was trained on). The features are
 the whole interface, so the model can be retrained or replaced without touching search.
@@ -37,7 +38,9 @@ from codeqa.parsing.languages import CLASS_KINDS, DOC_LANGUAGES, FILE_KIND, MODU
 from codeqa.parsing.tokens import code_tokens
 from codeqa.search.question_kind import QuestionKind
 from codeqa.search.results import Definition, FileHit, Hit
-from codeqa.search.structure import RepoLayout, structure_features
+from codeqa.search.signals.path_match import stem_asked
+from codeqa.search.signals.shims import is_shim
+from codeqa.search.structure import RepoLayout, asked_words, structure_features
 
 RANKER_FILE = Path(__file__).resolve().parent / "models" / "file_ranker.json"
 STRUCTURE_RANKER_FILE = Path(__file__).resolve().parent / "models" / "file_ranker_structure.json"
@@ -68,6 +71,8 @@ FEATURES = (
     "name_asked",  # an entry file: share of its part's name that the question uses
     "folder_asked",  # the question uses the name of a folder on its path
     "central",  # personalised PageRank in the candidates' reference graph, / the best's
+    "stem_asked",  # share of the file name's words that the question uses (signals/path_match.py)
+    "shim",  # a compatibility shim: compat.py, polyfills, legacy/ (signals/shims.py)
 )
 DEFINITION_FEATURES = (
     "pool_rr",  # 1 / the row's rank in the symbol pool (0: not in it)
@@ -212,13 +217,16 @@ def file_features(
                 files[path] = FileHit(path, 0.0, role, language, [])
         structure_features(files, hits, terms, layout, hubs)
     _graph_features(files, hits)
-    for file in files.values():
+    asked = asked_words(terms)
+    for path, file in files.items():
         test, prose = file.role == "test", file.role in NON_SOURCE_ROLES
         file.features.update(
             test=float(test and not about_tests),
             test_asked=float(test and about_tests),
             non_source=float(prose),
             prose_asked=float(prose and about_prose),
+            stem_asked=stem_asked(path, asked),
+            shim=float(is_shim(path)),
         )
     return files
 

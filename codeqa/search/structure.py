@@ -89,20 +89,25 @@ PAGERANK_DAMPING = 0.85
 PAGERANK_STEPS = 30
 
 
-def _name_tokens(name: str) -> set[str]:
+def name_tokens(name: str) -> set[str]:
     """The words of a file or folder name (`map_request` → map, request; not `maprequest` too)."""
     tokens = code_tokens(name.replace("-", "_")).split()
     if len(tokens) > 1 and tokens[0] == "".join(tokens[1:]):
         tokens = tokens[1:]
-    return {_singular(t) for t in tokens}
+    return {singular(t) for t in tokens}
 
 
-def _singular(token: str) -> str:
+def asked_words(question_terms: Iterable[str]) -> set[str]:
+    """The question's terms as names are matched against them (singular)."""
+    return {singular(t) for t in question_terms}
+
+
+def singular(token: str) -> str:
     """`routes` meets `route`, `handlers` meets `handler`: English plurals, roughly."""
     return token[:-1] if len(token) > 3 and token.endswith("s") and not token.endswith("ss") else token
 
 
-def _stem(path: str) -> str:
+def file_stem(path: str) -> str:
     return path.rsplit("/", 1)[-1].split(".", 1)[0]
 
 
@@ -122,7 +127,7 @@ def module_folder(path: str, folders: frozenset[str]) -> str | None:
     nearest folder above that is not a layout folder, for a file named like it (`pool/pool.go`,
     Dart's `http/lib/http.dart`); the folder beside it for `router.rs` beside `router/`; else
     None. `folders` are the repository's folders (to see the one beside)."""
-    folder, name, stem = _folder(path), path.rsplit("/", 1)[-1], _stem(path)
+    folder, name, stem = _folder(path), path.rsplit("/", 1)[-1], file_stem(path)
     language = language_for(path)
     if language and name in entry_names(language):
         return folder
@@ -146,11 +151,11 @@ def module_name(path: str, module: str | None) -> str:
     """What a file's module is called: the stem, or for an entry file its folder's name (the
     nearest that is not a layout folder such as `src/`)."""
     if module is None:
-        return _stem(path)
+        return file_stem(path)
     for part in reversed(module.split("/")):
         if part.lower() not in LAYOUT_FOLDERS:
             return part
-    return _stem(path)
+    return file_stem(path)
 
 
 @dataclass(frozen=True)
@@ -248,7 +253,7 @@ def structure_features(
     hubs: Mapping[str, float],
 ) -> None:
     """Set `entry`, `root_entry`, `hub`, `name_asked`, `folder_asked` and `central` on every candidate."""
-    asked = {_singular(t) for t in question_terms}
+    asked = asked_words(question_terms)
     prior = {path: file.features.get("sym_rr", 0.0) + file.features.get("bm25_rr", 0.0) for path, file in files.items()}
     central = centrality(list(files), hits, prior)
     for path, file in files.items():
@@ -258,10 +263,10 @@ def structure_features(
         # (the file rows' path text, and a query that is exactly `view` lists `view.js` first);
         # weighed again here, `cart.js` outranked the plugin that applies coupons to a cart.
         # The program's own name (`flask` in `src/flask/__init__.py`) is in every question about it.
-        name = _name_tokens(module_name(path, module)) if part else set()
+        name = name_tokens(module_name(path, module)) if part else set()
         parents = path.split("/")[:-1]
         folders = [
-            _name_tokens(parents[i])
+            name_tokens(parents[i])
             for i in range(len(parents))
             if parents[i].lower() not in LAYOUT_FOLDERS and "/".join(parents[: i + 1]) not in layout.wide
         ]
