@@ -11,7 +11,7 @@ candidate pool → files ranked by their evidence → the best files' definition
 cross-encoder rerank of those definitions → exact-name matches on top. Every stage can be
 switched off and reports its time; without an LLM, search still runs and says so. Each stage's
 idea lives in a module of its own (query, fusion, pool, exact, ranking, structure, twins,
-rerank); this one runs them in order against the index (`store.reader`).
+rerank, crowding); this one runs them in order against the index (`store.reader`).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from codeqa.core.errors import LLMUnavailable
 from codeqa.indexing.embeddings import get_embedder
 from codeqa.llm import prompts
 from codeqa.search import exact
+from codeqa.search.crowding import one_chunk_per_file
 from codeqa.search.fusion import fuse_hybrid, fuse_ranked
 from codeqa.search.options import SearchOptions, check_options
 from codeqa.search.overloads import declared_names, group_declarations
@@ -316,7 +317,7 @@ class Retriever:
                 )
         rerank = self._rerank(repo, parsed, candidates[: options.k], options, stages, notices, report)
         hits, candidates = exact.whole_name_first(parsed, hits_in_file_order(pool, candidates[: options.k]), candidates)
-        hits = self._group_overloads(repo, hits, options)[: options.k]
+        hits = one_chunk_per_file(self._group_overloads(repo, hits, options))[: options.k]
         _show_relevance(hits, candidates, parsed)
         stages.timings["total"] = (time.perf_counter() - started) * 1000
         return SearchResult(
