@@ -6,7 +6,8 @@ Plain search (HyDE and rerank off, one torch thread, query embedding included) i
 queries made from the index's own docstrings. `--with-llm` also measures the HyDE cost per
 query and the end-to-end time to a streamed answer with the embedded LLM. The rerank stage
 (the shipped cross-encoder over the best files' definitions) is timed on its own and in the
-whole search, on `--rerank-queries` of the same queries. Not a test.
+whole search, on `--rerank-queries` of the same queries, with each of `--rerank-threads` in
+turn (`CODEQA_RERANK_THREADS`). Not a test.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,21 +82,27 @@ def bench_search(settings: Settings, queries: list[str], repo: str = REPO) -> di
     return {"total": summary(totals), "stages": {s: summary(v) for s, v in stages.items() if s != "total"}}
 
 
-def bench_rerank(settings: Settings, queries: list[str], repo: str = REPO) -> dict:
-    """The rerank stage's own time and the whole search's with it, one thread."""
+def bench_rerank(settings: Settings, queries: list[str], repo: str = REPO, threads: tuple[int, ...] = ()) -> dict:
+    """The rerank stage's own time and the whole search's with it, for each of `threads`
+    (`CODEQA_RERANK_THREADS`; default: the setting's value), taking turns query by query so that
+    a busy box slows each alike. The rest of the search runs on one thread, as the web app's."""
     from codeqa.search.retrieval import Retriever
     from codeqa.search.options import SearchOptions
 
-    retriever = Retriever(settings, threads=1)
+    counts = threads or (settings.rerank_threads,)
+    retrievers = {n: Retriever(replace(settings, rerank_threads=n), threads=1) for n in counts}
     options = SearchOptions(k=10, hyde=False, rerank=True)
-    retriever.search(repo, queries[0], options)  # loads the model
-    stage, totals = [], []
+    for retriever in retrievers.values():
+        retriever.search(repo, queries[0], options)  # loads the model
+    stage: dict[int, list[float]] = {n: [] for n in counts}
+    totals: dict[int, list[float]] = {n: [] for n in counts}
     for query in queries:
-        result = retriever.search(repo, query, options)
-        if result.rerank["used"]:
-            stage.append(result.timings_ms["rerank"])
-            totals.append(result.timings_ms["total"])
-    return {"stage": summary(stage), "search_with_rerank": summary(totals)}
+        for n, retriever in retrievers.items():
+            result = retriever.search(repo, query, options)
+            if result.rerank["used"]:
+                stage[n].append(result.timings_ms["rerank"])
+                totals[n].append(result.timings_ms["total"])
+    return {f"{n} threads": {"stage": summary(stage[n]), "search_with_rerank": summary(totals[n])} for n in counts}
 
 
 def bench_llm(settings: Settings, queries: list[str], repo: str = REPO) -> dict:
@@ -137,6 +145,8 @@ def main() -> None:
     parser.add_argument("--with-llm", action="store_true")
     parser.add_argument("--llm-queries", type=int, default=3)
     parser.add_argument("--rerank-queries", type=int, default=50)
+    parser.add_argument("--rerank-threads", type=int, nargs="+", default=[],
+                        help="time the rerank stage with each of these thread counts, in turns (default: the setting)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--data-dir", type=Path, help="search this existing index instead of building the sdist's")
     parser.add_argument("--repo", default=REPO, help="the repo to search in --data-dir")
@@ -150,7 +160,7 @@ def main() -> None:
     queries = docstring_queries(settings, args.queries, args.repo)
     results["search"] = bench_search(settings, queries, args.repo)
     print("search:", json.dumps(results["search"]), flush=True)
-    results["rerank"] = bench_rerank(settings, queries[:args.rerank_queries], args.repo)
+    results["rerank"] = bench_rerank(settings, queries[:args.rerank_queries], args.repo, tuple(args.rerank_threads))
     print("rerank:", json.dumps(results["rerank"]), flush=True)
     if args.with_llm:
         results["llm"] = bench_llm(settings, queries[:args.llm_queries], args.repo)

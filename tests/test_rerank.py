@@ -124,6 +124,14 @@ def test_get_reranker_shares_one_instance_per_model(tmp_path):
     assert get_reranker(Settings(data_dir=tmp_path, rerank_model=str(tmp_path))) is not first
 
 
+@pytest.mark.integration
+def test_the_rerank_threads_setting_changes_the_speed_not_the_scores(tmp_path):
+    one = get_reranker(Settings(data_dir=tmp_path, rerank_threads=1))
+    two = get_reranker(Settings(data_dir=tmp_path, rerank_threads=2))
+    assert one is not two and one._threads == 1 and two._threads == 2
+    assert two.score(QUERY, DOCS) == pytest.approx(one.score(QUERY, DOCS), abs=1e-4)
+
+
 def _file(path: str, names: list[str], shown: int) -> FileHit:
     definitions = [Definition(_hit(path, name, line), {}, score=-line) for line, name in enumerate(names, 1)]
     return FileHit(path, 1.0, "source", "python", [d.hit for d in definitions[:shown]], definitions=definitions)

@@ -193,14 +193,16 @@ def rerank_definitions(files: list[FileHit], scores: dict[str, float]) -> None:
         file.symbols = [d.hit for d in file.definitions[: max(1, len(file.symbols))]]
 
 
-_instances: dict[str, CrossEncoderReranker] = {}
+_instances: dict[tuple[str, int], CrossEncoderReranker] = {}
 _instances_lock = threading.Lock()
 
 
 def get_reranker(settings) -> CrossEncoderReranker:
-    """The process-wide reranker for `settings.rerank_model`, so the model loads once."""
+    """The process-wide reranker for `settings.rerank_model` on `settings.rerank_threads`, so the
+    model loads once."""
+    key = (settings.rerank_model, settings.rerank_threads)
     with _instances_lock:
-        reranker = _instances.get(settings.rerank_model)
+        reranker = _instances.get(key)
         if reranker is None:
-            reranker = _instances[settings.rerank_model] = CrossEncoderReranker(settings.rerank_model)
+            reranker = _instances[key] = CrossEncoderReranker(settings.rerank_model, threads=settings.rerank_threads)
         return reranker
