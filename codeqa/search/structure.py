@@ -33,6 +33,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -89,12 +90,14 @@ PAGERANK_DAMPING = 0.85
 PAGERANK_STEPS = 30
 
 
-def name_tokens(name: str) -> set[str]:
-    """The words of a file or folder name (`map_request` → map, request; not `maprequest` too)."""
+@lru_cache(maxsize=65536)
+def name_tokens(name: str) -> frozenset[str]:
+    """The words of a file or folder name (`map_request` → map, request; not `maprequest` too).
+    Memoised: every search asks it for every part of every candidate's path."""
     tokens = code_tokens(name.replace("-", "_")).split()
     if len(tokens) > 1 and tokens[0] == "".join(tokens[1:]):
         tokens = tokens[1:]
-    return {singular(t) for t in tokens}
+    return frozenset(singular(t) for t in tokens)
 
 
 def asked_words(question_terms: Iterable[str]) -> set[str]:
