@@ -206,6 +206,7 @@ def file_features(
     for rank, row in enumerate(bm25_files, 1):
         file = files.setdefault(row["file_path"], FileHit(row["file_path"], 0.0, row["role"], row["language"], []))
         file.features.update(bm25_rr=1.0 / rank, bm25_rel=row["_score"] / top_bm25)
+    asked = asked_words(terms)
     if layout is not None:
         prior = sorted(
             files, key=lambda p: -(files[p].features.get("sym_rr", 0.0) + files[p].features.get("bm25_rr", 0.0))
@@ -215,9 +216,8 @@ def file_features(
             if path not in files and path in layout.files:
                 role, language = layout.files[path]
                 files[path] = FileHit(path, 0.0, role, language, [])
-        structure_features(files, hits, terms, layout, hubs)
+        structure_features(files, hits, asked, layout, hubs)
     _graph_features(files, hits)
-    asked = asked_words(terms)
     for path, file in files.items():
         test, prose = file.role == "test", file.role in NON_SOURCE_ROLES
         file.features.update(

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -251,12 +251,12 @@ def centrality(files: list[str], hits: list[Hit], prior: Mapping[str, float]) ->
 def structure_features(
     files: Mapping[str, FileHit],
     hits: list[Hit],
-    question_terms: Iterable[str],
+    asked: Set[str],
     layout: RepoLayout,
     hubs: Mapping[str, float],
 ) -> None:
-    """Set `entry`, `root_entry`, `hub`, `name_asked`, `folder_asked` and `central` on every candidate."""
-    asked = asked_words(question_terms)
+    """Set `entry`, `root_entry`, `hub`, `name_asked`, `folder_asked` and `central` on every
+    candidate; `asked` is the question's words (`asked_words`)."""
     prior = {path: file.features.get("sym_rr", 0.0) + file.features.get("bm25_rr", 0.0) for path, file in files.items()}
     central = centrality(list(files), hits, prior)
     for path, file in files.items():

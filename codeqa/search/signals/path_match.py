@@ -14,7 +14,7 @@ from codeqa.search.structure import file_stem, name_tokens
 
 
 def stem_asked(path: str, asked: Set[str]) -> float:
-    """The share of the words of the file's stem that the question uses (`asked`: its terms,
-    singular, as `structure.name_tokens` gives them)."""
+    """The share of the words of the file's stem that the question uses (`asked`: its words,
+    as `structure.asked_words` gives them)."""
     words = name_tokens(file_stem(path))
     return len(words & asked) / len(words) if words else 0.0
