@@ -132,6 +132,16 @@ def test_the_rerank_threads_setting_changes_the_speed_not_the_scores(tmp_path):
     assert two.score(QUERY, DOCS) == pytest.approx(one.score(QUERY, DOCS), abs=1e-4)
 
 
+@pytest.mark.integration
+def test_a_definitions_score_is_its_own_alone_or_beside_others(tmp_path):
+    """The int8 model scales a batch's activations together: scored in one padded batch, a
+    definition's score moved with its neighbours. Each pair now runs alone."""
+    reranker = get_reranker(Settings(data_dir=tmp_path, rerank_threads=2))
+    long_neighbour = "shop/report.py\nfunction report\n" + "total = sum(prices) * rate\n" * 80
+    beside = reranker.score(QUERY, [*DOCS, long_neighbour])
+    assert beside[: len(DOCS)] == [reranker.score(QUERY, [doc])[0] for doc in DOCS]
+
+
 def _file(path: str, names: list[str], shown: int) -> FileHit:
     definitions = [Definition(_hit(path, name, line), {}, score=-line) for line, name in enumerate(names, 1)]
     return FileHit(path, 1.0, "source", "python", [d.hit for d in definitions[:shown]], definitions=definitions)
@@ -140,17 +150,34 @@ def _file(path: str, names: list[str], shown: int) -> FileHit:
 def _hit(path: str, name: str, line: int):
     from codeqa.search.results import Hit
 
-    return Hit(f"{path}:{name}", "methods", "function", name, name, path, line, line + 1, "python", "", "", "",
-               None, [], 0, 0.0)
+    return Hit(
+        f"{path}:{name}",
+        "methods",
+        "function",
+        name,
+        name,
+        path,
+        line,
+        line + 1,
+        "python",
+        "",
+        "",
+        "",
+        None,
+        [],
+        0,
+        0.0,
+    )
 
 
 @pytest.mark.unit
 def test_candidates_are_the_best_definitions_of_the_best_files():
     files = [_file(f"f{n}.py", [f"d{i}" for i in range(12)], 1) for n in range(5)]
     chosen = rerank_candidates(files)
-    assert [d.hit.file_path for d in chosen] == [f"f{n}.py" for n in range(rerank.RERANK_FILES)
-                                                  for _ in range(rerank.RERANK_PER_FILE)]
-    assert [d.hit.name for d in chosen[:rerank.RERANK_PER_FILE]] == [f"d{i}" for i in range(rerank.RERANK_PER_FILE)]
+    assert [d.hit.file_path for d in chosen] == [
+        f"f{n}.py" for n in range(rerank.RERANK_FILES) for _ in range(rerank.RERANK_PER_FILE)
+    ]
+    assert [d.hit.name for d in chosen[: rerank.RERANK_PER_FILE]] == [f"d{i}" for i in range(rerank.RERANK_PER_FILE)]
 
 
 @pytest.mark.unit

@@ -315,14 +315,14 @@ class Settings:
         "`search_code` (the UI's toggle starts from it)",
         flag,
     )
-    # Every core by default: on an idle 2-core box the stage's p50 is 498 ms on two threads against
-    # 869 ms on one (bench/search_bench.py --rerank-threads 1 2, docs/benchmarks.md); a server
-    # whose searches run side by side can set 1, so that they share the cores.
+    # Every core by default: on an idle 2-core box the stage's p50 was 498 ms on two threads against
+    # 869 ms on one (bench/search_bench.py --rerank-threads 1 2, docs/benchmarks.md), and 277 ms
+    # since each pair runs alone on its own core (rerank.py); a server whose searches run side by
+    # side can set 1, so that they share the cores.
     rerank_threads: int = setting(
         "CODEQA_RERANK_THREADS",
         None,
-        "threads the cross-encoder scores a search's definitions with "
-        "(set 1 where concurrent searches share the cores)",
+        "definitions the cross-encoder scores at once, one core each (set 1 where concurrent searches share the cores)",
         integer(1),
         factory=usable_cores,
         shown="(every usable core)",
