@@ -150,34 +150,17 @@ def _file(path: str, names: list[str], shown: int) -> FileHit:
 def _hit(path: str, name: str, line: int):
     from codeqa.search.results import Hit
 
-    return Hit(
-        f"{path}:{name}",
-        "methods",
-        "function",
-        name,
-        name,
-        path,
-        line,
-        line + 1,
-        "python",
-        "",
-        "",
-        "",
-        None,
-        [],
-        0,
-        0.0,
-    )
+    return Hit(f"{path}:{name}", "methods", "function", name, name, path, line, line + 1, "python", "", "", "",
+               None, [], 0, 0.0)
 
 
 @pytest.mark.unit
 def test_candidates_are_the_best_definitions_of_the_best_files():
     files = [_file(f"f{n}.py", [f"d{i}" for i in range(12)], 1) for n in range(5)]
     chosen = rerank_candidates(files)
-    assert [d.hit.file_path for d in chosen] == [
-        f"f{n}.py" for n in range(rerank.RERANK_FILES) for _ in range(rerank.RERANK_PER_FILE)
-    ]
-    assert [d.hit.name for d in chosen[: rerank.RERANK_PER_FILE]] == [f"d{i}" for i in range(rerank.RERANK_PER_FILE)]
+    assert [d.hit.file_path for d in chosen] == [f"f{n}.py" for n in range(rerank.RERANK_FILES)
+                                                  for _ in range(rerank.RERANK_PER_FILE)]
+    assert [d.hit.name for d in chosen[:rerank.RERANK_PER_FILE]] == [f"d{i}" for i in range(rerank.RERANK_PER_FILE)]
 
 
 @pytest.mark.unit
