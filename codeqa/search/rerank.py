@@ -146,9 +146,11 @@ class CrossEncoderReranker:
             return float(logits.reshape(-1)[0])
 
         longest_first = sorted(range(len(encoded)), key=lambda index: -len(encoded[index].ids))  # even loads
-        scores = list(self._workers.map(run, longest_first) if self._workers else map(run, longest_first))
-        by_index = dict(zip(longest_first, scores, strict=True))
-        return [by_index[index] for index in range(len(encoded))]
+        found = self._workers.map(run, longest_first) if self._workers else map(run, longest_first)
+        scores = [0.0] * len(encoded)
+        for index, score in zip(longest_first, found, strict=True):
+            scores[index] = score
+        return scores
 
     def cap_question(self, query: str) -> str:
         """The question up to the end of its QUERY_TOKENS-th token, as the model was trained
