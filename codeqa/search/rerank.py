@@ -49,8 +49,8 @@ RERANK_WEIGHT = 1.0
 
 RERANKER_NAME = "codeqa-reranker"
 MODELS_DIR = Path(__file__).resolve().parent / "models"  # the reranker ships beside this module
-RERANKER_SHA256 = "03f1fab3675e21d36909da9cf498a6c978951f6e18926d33020b388a84920688"
-RERANKER_SIZE = 23_115_925
+RERANKER_SHA256 = "9f0f9309b52625d1adfbb68b23c9bb8475fa46a82eb309725fc0eb3686577b7a"
+RERANKER_SIZE = 17_602_543
 
 
 class RerankUnavailable(UnavailableError):
