@@ -48,8 +48,9 @@ def test_a_student_run_resumes_and_exports_with_its_own_layers(tmp_path: Path, m
     triples = tmp_path / "triples.jsonl.gz"
     with gzip.open(triples, "wt", encoding="utf-8") as handle:
         for number in range(4):
-            handle.write(json.dumps({"id": f"q{number}", "repo": "sympy/sympy", "query": f"report {number}",
-                                     "positive": DEFINITIONS[number % 3], "negative": "def other():\n    pass\n"}) + "\n")
+            triple = {"id": f"q{number}", "repo": "sympy/sympy", "query": f"report {number}",
+                      "positive": DEFINITIONS[number % 3], "negative": "def other():\n    pass\n"}
+            handle.write(json.dumps(triple) + "\n")
     monkeypatch.setattr(train_embedder, "validation_repos", lambda: set())
     checkpoints, logits = tmp_path / "checkpoints", tmp_path / "teacher.jsonl"
     common = ["--triples", str(triples), "--checkpoints", str(checkpoints), "--teacher-logits", str(logits),

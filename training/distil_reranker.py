@@ -23,7 +23,7 @@ import json
 import sys
 from pathlib import Path
 
-from training.train_embedder import DATA, TRIPLES, fit, latest_checkpoint, training_triples
+from training.train_embedder import DATA, TRIPLES, add_fit_arguments, fit, latest_checkpoint, training_triples
 from training.train_reranker import cap_query, encode_pairs
 
 CHECKPOINTS = DATA / "distil-checkpoints"
@@ -178,15 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--teacher", default="codeqa-reranker", help="the cross-encoder to imitate (as CODEQA_RERANK_MODEL)")
     parser.add_argument("--teacher-logits", type=Path, default=TEACHER_LOGITS, help="the teacher's scores, cached")
     parser.add_argument("--keep", type=int, nargs="+", default=[0, 2, 4], help="the teacher's layers the student keeps")
-    parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS)
-    parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: --epochs)")
-    parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--lr", type=float, default=8e-5)
-    parser.add_argument("--seed", type=int, default=31)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--save-every", type=int, default=50)
-    parser.add_argument("--log-every", type=int, default=10)
+    add_fit_arguments(parser, CHECKPOINTS, batch_size=16, lr=8e-5, save_every=50)
     return parser
 
 

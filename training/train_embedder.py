@@ -254,6 +254,20 @@ def fit(model, triples: list[dict], args: argparse.Namespace, loss_of: Callable[
                                                      "schedule": schedule.state_dict(), "step": step})
 
 
+def add_fit_arguments(parser: argparse.ArgumentParser, checkpoints: Path, batch_size: int, lr: float,
+                      save_every: int) -> None:
+    """The options `fit` reads, with a trainer's own defaults."""
+    parser.add_argument("--checkpoints", type=Path, default=checkpoints)
+    parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: --epochs)")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=batch_size)
+    parser.add_argument("--lr", type=float, default=lr)
+    parser.add_argument("--seed", type=int, default=31)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--save-every", type=int, default=save_every)
+    parser.add_argument("--log-every", type=int, default=10)
+
+
 def train(args: argparse.Namespace) -> None:
     import torch
 
@@ -278,16 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"), help="bare mirrors <owner>+<name>/repo")
     parser.add_argument("--triples", type=Path, default=TRIPLES, help="the texts to train on (built if missing)")
     parser.add_argument("--max-items", type=int, default=0, help="build the texts of a random sample of items only")
-    parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS)
-    parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: --epochs)")
-    parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-tokens", type=int, default=128)
-    parser.add_argument("--lr", type=float, default=5e-5)
-    parser.add_argument("--seed", type=int, default=31)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--save-every", type=int, default=100)
-    parser.add_argument("--log-every", type=int, default=10)
+    add_fit_arguments(parser, CHECKPOINTS, batch_size=32, lr=5e-5, save_every=100)
     return parser
 
 

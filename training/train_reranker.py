@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 
-from training.train_embedder import DATA, TRIPLES, fit, latest_checkpoint, training_triples
+from training.train_embedder import DATA, TRIPLES, add_fit_arguments, fit, latest_checkpoint, training_triples
 
 CHECKPOINTS = DATA / "reranker-checkpoints"
 QUERY_TOKENS = 64  # the query's share of a pair; the definition gets the rest
@@ -98,15 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--triples", type=Path, default=TRIPLES, help="train_embedder.py's texts")
     parser.add_argument("--init", type=Path, help="an embedder checkpoint whose encoder to start from, "
                                                   "or a reranker checkpoint to train further")
-    parser.add_argument("--checkpoints", type=Path, default=CHECKPOINTS)
-    parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: --epochs)")
-    parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--lr", type=float, default=3e-5)
-    parser.add_argument("--seed", type=int, default=31)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--save-every", type=int, default=50)
-    parser.add_argument("--log-every", type=int, default=10)
+    add_fit_arguments(parser, CHECKPOINTS, batch_size=16, lr=3e-5, save_every=50)
     return parser
 
 
