@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from training.train_embedder import DATA, TRIPLES, add_fit_arguments, fit, latest_checkpoint, training_triples
-from training.train_reranker import cap_query, encode_pairs
+from training.train_reranker import cap_query, encode_pairs, run_on_triples
 
 CHECKPOINTS = DATA / "distil-checkpoints"
 TEACHER_LOGITS = DATA / "teacher-logits.jsonl"
@@ -183,11 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if not args.triples.exists():
-        raise SystemExit(f"{args.triples} is missing: run train_embedder.py first, it builds the texts")
-    train(args)
-    return 0
+    return run_on_triples(build_parser(), train, argv)
 
 
 if __name__ == "__main__":

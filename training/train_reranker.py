@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -102,12 +103,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def run_on_triples(parser: argparse.ArgumentParser, trainer: Callable[[argparse.Namespace], None],
+                   argv: list[str] | None) -> int:
+    """Parse `argv` and train on the triples it names, which `train_embedder.py` must have built."""
+    args = parser.parse_args(argv)
     if not args.triples.exists():
         raise SystemExit(f"{args.triples} is missing: run train_embedder.py first, it builds the texts")
-    train(args)
+    trainer(args)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_on_triples(build_parser(), train, argv)
 
 
 if __name__ == "__main__":
