@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from training.train_embedder import DATA, TRIPLES, add_fit_arguments, fit, latest_checkpoint, training_triples
-from training.train_reranker import cap_query, encode_pairs, run_on_triples
+from training.train_reranker import load_model, pair_logits, run_on_triples
 
 CHECKPOINTS = DATA / "distil-checkpoints"
 TEACHER_LOGITS = DATA / "teacher-logits.jsonl"
@@ -53,7 +53,6 @@ def teacher_from_onnx(model_file: Path):
     import torch
     from onnx import numpy_helper
 
-    from training.train_reranker import load_model
 
     initializers = {tensor.name: tensor for tensor in onnx.load(str(model_file)).graph.initializer}
     matmuls = sorted({name.removesuffix("_quantized") for name in initializers
@@ -117,19 +116,14 @@ def teacher_logits(triples: list[dict], cache: Path, model: str) -> list[tuple[f
     return [known[key(triple)] for triple in triples]
 
 
-def check_teacher(model, model_file: Path, triples: list[dict], expected: list[tuple[float, float]]) -> None:
+def check_teacher(model, tokenizer, model_file: Path, triples: list[dict], expected: list[tuple[float, float]]) -> None:
     """Refuse a rebuilt teacher whose logits do not follow the file's (a MatMul mapped wrongly)."""
     import numpy as np
     import torch
 
-    from training.train_reranker import load_model
-
-    tokenizer = load_model()[0]
     sample = triples[:32]
-    queries = [cap_query(tokenizer, t["query"]) for t in sample for _ in range(2)]
-    documents = [text for t in sample for text in (t["positive"], t["negative"])]
     with torch.no_grad():
-        rebuilt = model(**encode_pairs(tokenizer, queries, documents)).logits.view(-1).numpy()
+        rebuilt = pair_logits(model, tokenizer, sample).view(-1).numpy()
     gap = float(np.abs(rebuilt - np.asarray(expected[: len(sample)]).reshape(-1)).max())
     print(f"rebuilt teacher vs {model_file.name}: largest logit gap {gap:.3f}", file=sys.stderr)
     if gap > MAX_TEACHER_GAP:
@@ -140,7 +134,6 @@ def train(args: argparse.Namespace) -> None:
     import torch
 
     from codeqa.search.rerank import reranker_model
-    from training.train_reranker import load_model
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
@@ -148,23 +141,16 @@ def train(args: argparse.Namespace) -> None:
     targets = teacher_logits(triples, args.teacher_logits, args.teacher)
     for triple, logits in zip(triples, targets, strict=True):
         triple["teacher"] = logits
-    tokenizer = load_model()[0]
+    tokenizer, model = load_model()  # resumed, the checkpoint holds every weight: the base is only the shape
     if latest_checkpoint(args.checkpoints) is None:
         teacher_file = reranker_model(args.teacher).checked_path()
         model = teacher_from_onnx(teacher_file)
         model.eval()
-        check_teacher(model, teacher_file, triples, targets)
-    else:  # the checkpoint holds every weight: the base model's layers are only the shape
-        model = load_model()[1]
+        check_teacher(model, tokenizer, teacher_file, triples, targets)
     model = keep_layers(model, args.keep)
 
     def loss_of(batch: list[dict]):
-        queries, documents = [], []
-        for triple in batch:
-            query = cap_query(tokenizer, triple["query"])
-            queries += [query, query]
-            documents += [triple["positive"], triple["negative"]]
-        logits = model(**encode_pairs(tokenizer, queries, documents)).logits.view(len(batch), 2)
+        logits = pair_logits(model, tokenizer, batch)
         target = torch.tensor([triple["teacher"] for triple in batch])
         mse = torch.nn.functional.mse_loss
         return mse(logits, target) + mse(logits[:, 0] - logits[:, 1], target[:, 0] - target[:, 1])
@@ -175,7 +161,8 @@ def train(args: argparse.Namespace) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--triples", type=Path, default=TRIPLES, help="train_embedder.py's texts")
-    parser.add_argument("--teacher", default="codeqa-reranker", help="the cross-encoder to imitate (as CODEQA_RERANK_MODEL)")
+    parser.add_argument("--teacher", default="codeqa-reranker",
+                        help="the cross-encoder to imitate (as CODEQA_RERANK_MODEL)")
     parser.add_argument("--teacher-logits", type=Path, default=TEACHER_LOGITS, help="the teacher's scores, cached")
     parser.add_argument("--keep", type=int, nargs="+", default=[0, 2, 4], help="the teacher's layers the student keeps")
     add_fit_arguments(parser, CHECKPOINTS, batch_size=16, lr=8e-5, save_every=50)

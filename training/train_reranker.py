@@ -74,6 +74,16 @@ def encode_pairs(tokenizer, queries: list[str], documents: list[str]):
                      return_tensors="pt")
 
 
+def pair_logits(model, tokenizer, triples: list[dict]):
+    """The model's logits for each triple's (query, positive) and (query, negative): shape (n, 2)."""
+    queries, documents = [], []
+    for triple in triples:
+        query = cap_query(tokenizer, triple["query"])
+        queries += [query, query]
+        documents += [triple["positive"], triple["negative"]]
+    return model(**encode_pairs(tokenizer, queries, documents)).logits.view(len(triples), 2)
+
+
 def train(args: argparse.Namespace) -> None:
     import torch
 
@@ -83,12 +93,7 @@ def train(args: argparse.Namespace) -> None:
     tokenizer, model = load_model(init=None if latest_checkpoint(args.checkpoints) else args.init)
 
     def loss_of(batch: list[dict]):
-        queries, documents = [], []
-        for triple in batch:
-            query = cap_query(tokenizer, triple["query"])
-            queries += [query, query]
-            documents += [triple["positive"], triple["negative"]]
-        logits = model(**encode_pairs(tokenizer, queries, documents)).logits.view(len(batch), 2)
+        logits = pair_logits(model, tokenizer, batch)
         return torch.nn.functional.cross_entropy(logits, torch.zeros(len(batch), dtype=torch.long))
 
     fit(model, triples, args, loss_of, "queries")
