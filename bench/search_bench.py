@@ -3,10 +3,12 @@
     python -m bench.search_bench [--queries 200] [--with-llm] [--json out.json] [--data-dir DIR --repo NAME]
 
 Plain search (HyDE and rerank off, one torch thread, query embedding included) is timed on
-queries made from the index's own docstrings. `--with-llm` also measures the HyDE cost per
-query and the end-to-end time to a streamed answer with the embedded LLM. The rerank stage
-(the shipped cross-encoder over the best files' definitions) is timed on its own and in the
-whole search, on `--rerank-queries` of the same queries, with each of `--rerank-threads` in
+queries made from the index's own docstrings, from LanceDB and from memory (store/resident.py,
+`CODEQA_RESIDENT_ROWS`) taking turns query by query, with how long the repo took to read into
+memory and how much the process grew. `--with-llm` also measures the HyDE cost per query and the
+end-to-end time to a streamed answer with the embedded LLM. The rerank stage (the shipped
+cross-encoder over the best files' definitions) is timed on its own and in the whole search
+(from memory), on `--rerank-queries` of the same queries, with each of `--rerank-threads` in
 turn (`CODEQA_RERANK_THREADS`). Not a test.
 """
 
@@ -65,21 +67,53 @@ def docstring_queries(settings: Settings, count: int, repo: str = REPO) -> list[
     return [r["doc"].strip().splitlines()[0][:200] for r in rows[:count]]
 
 
+def hold_in_memory(retriever, repo: str) -> dict:
+    """Read the repo into memory now (store/resident.py; a server does it in the background
+    after the first search): how long it took and how much the process grew."""
+    import psutil
+
+    from codeqa.store.resident import ResidentReader
+    from codeqa.store.schema import ROW_TABLES
+
+    reader = retriever.index.reader(retriever.index.repo(repo))
+    if not isinstance(reader, ResidentReader):
+        return {"held": False}
+    before, started = psutil.Process().memory_info().rss, time.perf_counter()
+    reader.load(ROW_TABLES)
+    return {"held": True, "load_s": round(time.perf_counter() - started, 2),
+            "rss_added_mb": round((psutil.Process().memory_info().rss - before) / 1e6)}
+
+
 def bench_search(settings: Settings, queries: list[str], repo: str = REPO) -> dict:
+    """Search without rerank, from LanceDB (`CODEQA_RESIDENT_ROWS=0`) and from memory (the
+    setting's value), the two taking turns query by query."""
     from codeqa.search.retrieval import Retriever
     from codeqa.search.options import SearchOptions
 
-    retriever = Retriever(settings, threads=1)
+    retrievers = {"lancedb": Retriever(replace(settings, resident_rows=0), threads=1),
+                  "in_memory": Retriever(settings, threads=1)}
+    held = hold_in_memory(retrievers["in_memory"], repo)
     options = SearchOptions(k=10, hyde=False, rerank=False)
     for query in queries[:10]:
-        retriever.search(repo, query, options)
-    totals, stages = [], {}
+        for retriever in retrievers.values():
+            retriever.search(repo, query, options)
+    totals: dict[str, list[float]] = {name: [] for name in retrievers}
+    stages: dict[str, dict[str, list[float]]] = {name: {} for name in retrievers}
+    same = 0
     for query in queries:
-        result = retriever.search(repo, query, options)
-        totals.append(result.timings_ms["total"])
-        for stage, ms in result.timings_ms.items():
-            stages.setdefault(stage, []).append(ms)
-    return {"total": summary(totals), "stages": {s: summary(v) for s, v in stages.items() if s != "total"}}
+        found = {}
+        for name, retriever in retrievers.items():
+            result = retriever.search(repo, query, options)
+            found[name] = [hit.id for hit in result.results]
+            totals[name].append(result.timings_ms["total"])
+            for stage, ms in result.timings_ms.items():
+                stages[name].setdefault(stage, []).append(ms)
+        same += found["lancedb"] == found["in_memory"]
+    out: dict = {"memory": held, "same_top_10": f"{same}/{len(queries)}"}
+    for name in retrievers:
+        out[name] = {"total": summary(totals[name]),
+                     "stages": {s: summary(v) for s, v in stages[name].items() if s != "total"}}
+    return out
 
 
 def bench_rerank(settings: Settings, queries: list[str], repo: str = REPO, threads: tuple[int, ...] = ()) -> dict:
@@ -91,6 +125,8 @@ def bench_rerank(settings: Settings, queries: list[str], repo: str = REPO, threa
 
     counts = threads or (settings.rerank_threads,)
     retrievers = {n: Retriever(replace(settings, rerank_threads=n), threads=1) for n in counts}
+    for retriever in retrievers.values():
+        hold_in_memory(retriever, repo)
     options = SearchOptions(k=10, hyde=False, rerank=True)
     for retriever in retrievers.values():
         retriever.search(repo, queries[0], options)  # loads the model

@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from codeqa.core.config import Settings
@@ -155,7 +156,11 @@ def _run(args: argparse.Namespace) -> int:
     """The subcommand's work; `main` reports the errors a user can act on."""
     from codeqa.services import Services  # after the arguments are read: `--help` needs none of it
 
-    with Services(Settings.from_env()) as services:
+    settings = Settings.from_env()
+    if args.command == "context" or not args.batch:
+        # One question: reading the repo into memory (store.resident) would cost more than it saves.
+        settings = replace(settings, resident_rows=0)
+    with Services(settings) as services:
         if args.command == "context":
             return _context_main(args, services)
         _search_main(args, services)

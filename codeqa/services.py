@@ -70,7 +70,7 @@ class Services:
     @property
     def index(self) -> Index:
         """Every indexed repo of the database: the registry, and a reader per repo (store.index)."""
-        return self._part("index", lambda: Index(self.db))
+        return self._part("index", lambda: Index(self.db, self.settings.resident_rows))
 
     @property
     def llm(self) -> LLMClient:

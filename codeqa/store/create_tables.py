@@ -27,7 +27,16 @@ from codeqa.store.filters import HAS_VECTOR, NO_VECTOR, Where
 from codeqa.store.lancedb_import import lancedb_module
 from codeqa.store.registry import table_name
 from codeqa.store.rows import EMBEDDED_COLUMNS
-from codeqa.store.schema import ANN_MIN_ROWS, FILE_TEXT_COLUMN, FILES_SCHEMA, FTS_COLUMNS, ROW_TABLES, row_schema
+from codeqa.store.schema import (
+    ANN_MIN_ROWS,
+    FILE_TEXT_COLUMN,
+    FILES_SCHEMA,
+    FTS_COLUMNS,
+    MAX_TOKEN_BYTES,
+    ROW_TABLES,
+    STEMMED_COLUMNS,
+    row_schema,
+)
 
 if TYPE_CHECKING:
     import lancedb
@@ -274,14 +283,14 @@ class RepoTables:
         text_columns = FTS_COLUMNS + ((FILE_TEXT_COLUMN,) if table is self.modules else ())
         for column in text_columns:
             if (column,) not in indexed:
-                stem = column == "search_text"
+                stem = column in STEMMED_COLUMNS
                 config = FTS(
                     base_tokenizer="whitespace",
                     stem=stem,
                     remove_stop_words=stem,
                     lower_case=True,
                     ascii_folding=False,
-                    max_token_length=64,
+                    max_token_length=MAX_TOKEN_BYTES,
                 )
                 wanted.append((column, config))
         return wanted

@@ -24,15 +24,16 @@ if TYPE_CHECKING:
 class Index:
     """Every indexed repo of one LanceDB database; safe to share between threads."""
 
-    def __init__(self, db: lancedb.DBConnection) -> None:
+    def __init__(self, db: lancedb.DBConnection, resident_rows: int = 0) -> None:
         self.db = db
+        self.resident_rows = resident_rows  # a repo this small is searched from memory (store.resident)
         self._lock = threading.Lock()
         self._readers: dict[str, RepoReader] = {}  # repo → the reader of its current generation
 
     @classmethod
     def connect(cls, settings: Settings) -> Index:
         """The index at `settings.database_uri`."""
-        return cls(connect(settings))
+        return cls(connect(settings), settings.resident_rows)
 
     def repos(self) -> list[RepoInfo]:
         """Every indexed repo, by name."""
@@ -47,8 +48,19 @@ class Index:
         with self._lock:
             reader = self._readers.get(repo.name)
             if reader is None or reader.info.prefix != repo.prefix:
-                reader = self._readers[repo.name] = RepoReader(self.db, repo)
+                reader = self._readers[repo.name] = self._new_reader(repo)
+            elif reader.info != repo:
+                reader.renew(repo)  # an index run finished: what it wrote is read from now on
             return reader
+
+    def _new_reader(self, repo: RepoInfo) -> RepoReader:
+        """A reader that holds the repo in memory if it is small enough (store.resident: numpy
+        and pyarrow.compute are imported only then)."""
+        if 0 < repo.stats.rows <= self.resident_rows:
+            from codeqa.store.resident import ResidentReader
+
+            return ResidentReader(self.db, repo)
+        return RepoReader(self.db, repo)
 
     def read_file(self, repo: RepoInfo, path: object) -> str:
         """The text of a file of the repo's index, as it was indexed; anything else is refused."""

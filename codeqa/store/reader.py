@@ -38,11 +38,15 @@ class Scope:
     path_prefix: str | None = None
     role: str | None = None
 
+    @property
+    def prefix(self) -> str:
+        """The path prefix as stored paths begin (`./src` is `src`); "" for any path."""
+        return re.sub(r"^(?:\./)+", "", self.path_prefix.strip()) if self.path_prefix else ""
+
     def where(self) -> Where | None:
-        prefix = re.sub(r"^(?:\./)+", "", self.path_prefix.strip()) if self.path_prefix else ""  # `./src` is `src`
         return filters.all_of(
             filters.equals("language", self.language.lower()) if self.language else None,
-            filters.starts_with("file_path", prefix) if prefix else None,
+            filters.starts_with("file_path", self.prefix) if self.prefix else None,
             filters.equals("role", self.role.lower()) if self.role else None,
         )
 
@@ -63,6 +67,10 @@ class RepoReader:
         self.info = info
         self._lock = threading.Lock()
         self._tables: dict[str, Any] = {}
+
+    def renew(self, info: RepoInfo) -> None:
+        """The repo's registry row changed (an index run finished); its tables stay the same."""
+        self.info = info
 
     def table(self, kind: str) -> Any:
         """The repo's table `kind`, opened once and moved to its newest version on every call."""

@@ -36,6 +36,12 @@ FTS_COLUMNS = ("search_text", "name_text", "path_text")
 # Whole-file BM25: `file_text` holds the identifier-aware tokens of a file's path and text (as
 # the eval's plain BM25 baseline tokenizes them), indexed without stemming or stop words.
 FILE_TEXT_COLUMN = "file_text"
+# How each full-text column is tokenized: on whitespace (the texts are tokenized when written),
+# lower-cased, tokens of 64 bytes or more dropped; `search_text`, the prose-like column, is also
+# stemmed (Snowball English) and its stop words dropped. The FTS indexes are built with this, and
+# `store.resident` tokenizes as they do.
+STEMMED_COLUMNS = ("search_text",)
+MAX_TOKEN_BYTES = 64
 MAX_STORED_REFERENCES = 50  # uses kept with a definition's row; more are resolved again when asked
 # Above this many rows a table gets an HNSW vector index: flat search of 30,000 rows took
 # ~30 ms, HNSW ~5 ms at recall@30 0.99 (Django, 384-d).

@@ -1,0 +1,401 @@
+"""A repo's row tables held in memory, answering search's reads as LanceDB answers them.
+
+Why: a search asks about ten queries of LanceDB (each row table's BM25 and vector search, the
+whole-file BM25, the best files' definitions), and each costs 5–15 ms on two cores, however few
+rows it returns: ~75 ms of a search that needs ~15 ms of its own work. A repo of up to
+`Settings.resident_rows` rows is therefore read once per table version (Django's ~57,000 rows:
+about a second and ~190 MB) and searched here, in numpy, from then on.
+
+The answers are LanceDB's own, not an approximation of them: BM25 as lance scores a
+`MultiMatchQuery` (each column's BM25 with k1 1.2 and b 0.75, times its boost; a row's score is
+its best column's), over tokens made as the FTS indexes make them (`schema.STEMMED_COLUMNS`,
+`schema.MAX_TOKEN_BYTES`: whitespace, lower case; Snowball English stems, then the stop words
+below dropped; a column's statistics over the rows that hold a term), ties in the order of
+the table's rows (the whole-file BM25's ties, identical files, may come in another order);
+vectors by exact cosine similarity (LanceDB's HNSW index, above `schema.ANN_MIN_ROWS` rows,
+finds ~0.98 of the same rows). `tests/test_store_resident.py` compares the two on real indexes.
+
+`ResidentReader` is a `RepoReader` whose searches use the copy once it matches the table's
+newest version, and LanceDB until then: the copy of a new version is built in the background
+(`load` builds it at once), so no search waits for it and none reads a stale one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from codeqa.parsing.languages import DOC_KIND, FILE_KIND
+from codeqa.store.reader import RepoReader, Row, Scope
+from codeqa.store.schema import FILE_TEXT_COLUMN, FTS_COLUMNS, MAX_TOKEN_BYTES, ROW_IDENTITY, STEMMED_COLUMNS
+
+if TYPE_CHECKING:
+    import lancedb
+
+    from codeqa.core.records import RepoInfo
+
+log = logging.getLogger(__name__)
+
+# The columns a resident table holds: what search reads of a row (its identity, what ranking
+# and the results show, `search_text` for the definitions' features, the vector).
+HELD_COLUMNS = (
+    *ROW_IDENTITY,
+    *("role", "signature", "doc", "code", "parent", "references", "reference_count", "declaration", "signatures"),
+    *("search_text", "vector"),
+)
+BM25_K1, BM25_B = 1.2, 0.75  # lance's
+# The stop words lance drops from a stemmed column, after stemming (so "during", stemmed "dure",
+# stays): NLTK's English list.
+STOP_WORDS = frozenset(
+    """i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself
+    yourselves he him his himself she she's her hers herself it it's its itself they them their
+    theirs themselves what which who whom this that that'll these those am is are was were be been
+    being have has had having do does did doing a an the and but if or because as until while of
+    at by for with about against between into through during before after above below to from up
+    down in out on off over under again further then once here there when where why how all any
+    both each few more most other some such no nor not only own same so than too very s t can will
+    just don don't should should've now d ll m o re ve y ain aren aren't couldn couldn't didn
+    didn't doesn doesn't hadn hadn't hasn hasn't haven haven't isn isn't ma mightn mightn't mustn
+    mustn't needn needn't shan shan't shouldn shouldn't wasn wasn't weren weren't won won't wouldn
+    wouldn't""".split()
+)
+MASKS_KEPT = 16  # scopes whose row masks a table keeps
+# How long a table's newest version, once looked up, is taken as current: a lookup costs ~1 ms
+# and a search makes eight reads. A finished index run is seen at once (`renew`); rows that a
+# run is still writing, within this time.
+VERSION_SECONDS = 0.5
+
+
+# A build's temporaries peak at a few times its table's tokens: one table at a time per process.
+_ONE_BUILD_AT_A_TIME = threading.Lock()
+
+
+class Analyzer:
+    """One FTS column's tokenizer: whitespace, lower case, long tokens dropped; for a stemmed
+    column, Snowball English stems (PyStemmer, the Snowball project's C stemmers) without stop
+    words. What each word becomes is remembered."""
+
+    def __init__(self, stemmed: bool) -> None:
+        self.stemmed = stemmed
+        self._terms: dict[str, str | None] = {}
+        if stemmed:
+            import Stemmer
+
+            self._stemmer = Stemmer.Stemmer("english")
+
+    def index_terms(self, words: list[str]) -> list[str | None]:
+        """The term each distinct lower-cased word is indexed as (None: the index drops it)."""
+        stems = self._stemmer.stemWords(words) if self.stemmed else words
+        return [
+            None if not word or len(word.encode()) >= MAX_TOKEN_BYTES or (self.stemmed and stem in STOP_WORDS) else stem
+            for word, stem in zip(words, stems, strict=True)
+        ]
+
+    def terms(self, text: str) -> list[str]:
+        """A query's terms, as the index makes them (its words remembered: queries repeat words)."""
+        words = text.lower().split()
+        new = [word for word in dict.fromkeys(words) if word not in self._terms]
+        self._terms.update(zip(new, self.index_terms(new), strict=True))
+        return [term for word in words if (term := self._terms[word]) is not None]
+
+
+class Postings:
+    """BM25 over one text column: for each term, the rows holding it and how often."""
+
+    def __init__(self, texts: pa.ChunkedArray | pa.Array, analyzer: Analyzer) -> None:
+        self.analyzer = analyzer
+        texts = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+        words = pc.utf8_split_whitespace(pc.utf8_lower(texts.fill_null("")))  # "" splits into [""]: dropped below
+        rows = len(words)
+        encoded = pc.dictionary_encode(words.flatten())
+        term_ids: dict[str, int] = {}
+        word_terms = np.array(
+            [
+                -1 if term is None else term_ids.setdefault(term, len(term_ids))
+                for term in analyzer.index_terms(encoded.dictionary.to_pylist())
+            ],
+            dtype=np.int64,
+        )
+        terms = word_terms[encoded.indices.to_numpy()] if len(encoded) else np.empty(0, dtype=np.int64)
+        row_of = np.repeat(np.arange(rows, dtype=np.int64), np.diff(words.offsets.to_numpy()))
+        kept = terms >= 0
+        terms, row_of = terms[kept], row_of[kept]
+        self.rows = rows
+        self.lengths = np.bincount(row_of, minlength=rows).astype(np.float32)
+        # lance's statistics count the rows that hold a term: a file's empty `file_text` is no document
+        self.documents = int(np.count_nonzero(self.lengths))
+        self.mean_length = float(self.lengths.sum()) / self.documents if self.documents else 0.0
+        pairs, counts = np.unique(terms * max(rows, 1) + row_of, return_counts=True)  # sorted: by term, then row
+        self.row = (pairs % max(rows, 1)).astype(np.int32)
+        self.count = counts.astype(np.float32)
+        self.start = np.searchsorted(pairs // max(rows, 1), np.arange(len(term_ids) + 1))
+        self.term_ids = term_ids
+
+    def add_scores(self, text: str, boost: float, into: np.ndarray) -> None:
+        """Each row's BM25 for `text` (its terms as the column's index makes them), times
+        `boost`, kept in `into` where it is higher than what is there."""
+        scores = np.zeros(self.rows, dtype=np.float32)
+        if not self.documents:
+            return
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * self.lengths / self.mean_length)
+        for term in self.analyzer.terms(text):
+            index = self.term_ids.get(term)
+            if index is None:
+                continue
+            lo, hi = self.start[index], self.start[index + 1]
+            rows, counts = self.row[lo:hi], self.count[lo:hi]
+            idf = math.log(1 + (self.documents - (hi - lo) + 0.5) / (hi - lo + 0.5))
+            scores[rows] += idf * counts * (BM25_K1 + 1) / (counts + norm[rows])
+        np.maximum(into, boost * scores, out=into)
+
+
+class ResidentTable:
+    """One row table at one version: its held columns, vectors and postings."""
+
+    def __init__(self, table: Any, version: tuple[str, int]) -> None:
+        self.version = version
+        texts = [*FTS_COLUMNS, *((FILE_TEXT_COLUMN,) if FILE_TEXT_COLUMN in table.schema.names else ())]
+        self.rows: pa.Table = table.search().select(list(HELD_COLUMNS)).limit(None).to_arrow().combine_chunks()
+        # Each text column is read on its own and let go once its postings are built (a whole
+        # file's tokens are most of a table's bytes). Versions are pinned: the rows line up.
+        self.postings = {
+            column: Postings(self._read_column(table, column), Analyzer(column in STEMMED_COLUMNS)) for column in texts
+        }
+        column = self.rows.column("vector")
+        vectors = column.chunk(0) if column.num_chunks else pa.array([], column.type)
+        self.has_vector = ~vectors.is_null().to_numpy(zero_copy_only=False)
+        width = vectors.type.list_size
+        self.vectors = vectors.values.to_numpy(zero_copy_only=False).reshape(len(vectors), width)
+        norms = np.linalg.norm(self.vectors, axis=1)
+        self.inverse_norms = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        self.implementation = ~self.rows.column("declaration").fill_null(False).to_numpy(zero_copy_only=False)
+        self.kinds = self.rows.column("kind").to_numpy(zero_copy_only=False)
+        self.by_id = {row_id: position for position, row_id in enumerate(self.rows.column("id").to_pylist())}
+        self.by_file: dict[str, np.ndarray] = {}
+        paths = self.rows.column("file_path").to_numpy(zero_copy_only=False)
+        order = np.argsort(paths, kind="stable")
+        cuts = np.flatnonzero(paths[order][1:] != paths[order][:-1]) + 1
+        for group in np.split(order, cuts) if len(order) else []:
+            self.by_file[paths[group[0]]] = group
+        self._masks: OrderedDict[tuple[Scope, bool], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _read_column(self, table: Any, column: str) -> pa.ChunkedArray:
+        read = table.search().select(["id", column]).limit(None).to_arrow()
+        if not read.column("id").equals(self.rows.column("id")):
+            raise RuntimeError(f"{column} was read in another order than the rows")
+        return read.column(column)
+
+    def mask(self, scope: Scope, implementations_only: bool) -> np.ndarray:
+        """The rows in `scope` (and not declarations, when asked), as a boolean array."""
+        key = (scope, implementations_only)
+        with self._lock:
+            found = self._masks.get(key)
+        if found is not None:
+            return found
+        mask = self.implementation.copy() if implementations_only else np.ones(self.rows.num_rows, dtype=bool)
+        if scope.language:
+            mask &= pc.equal(self.rows.column("language"), scope.language.lower()).to_numpy(zero_copy_only=False)
+        if scope.role:
+            mask &= pc.equal(self.rows.column("role"), scope.role.lower()).to_numpy(zero_copy_only=False)
+        if scope.prefix:
+            mask &= pc.starts_with(self.rows.column("file_path"), scope.prefix).to_numpy(zero_copy_only=False)
+        with self._lock:
+            self._masks[key] = mask
+            while len(self._masks) > MASKS_KEPT:
+                self._masks.popitem(last=False)
+        return mask
+
+    def bm25(self, text: str, columns: Sequence[str], boosts: Sequence[float]) -> np.ndarray:
+        scores = np.zeros(self.rows.num_rows, dtype=np.float32)
+        for column, boost in zip(columns, boosts, strict=True):
+            self.postings[column].add_scores(text, boost, scores)
+        return scores
+
+    def cosine(self, vector: Sequence[float] | np.ndarray) -> np.ndarray:
+        query = np.asarray(vector, dtype=np.float32)
+        length = float(np.linalg.norm(query))
+        return (self.vectors @ query) * self.inverse_norms / (length or 1.0)
+
+    def rows_at(self, positions: np.ndarray, columns: Sequence[str]) -> list[Row]:
+        return self.rows.take(pa.array(positions, type=pa.int64())).select(list(columns)).to_pylist()
+
+
+def _release_freed_memory() -> None:
+    """Give the C heap's freed pages back to the system. A build's temporaries (every token of a
+    table, several times over) are freed by then, but glibc keeps such pages for reuse: Django's
+    copy took 1.5 GB of memory without this, ~0.8 GB with it. Elsewhere than glibc, nothing."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def best(scores: np.ndarray, eligible: np.ndarray, limit: int) -> np.ndarray:
+    """Positions of the `limit` best eligible rows, best first, ties in row order (as LanceDB)."""
+    candidates = np.flatnonzero(eligible)
+    if len(candidates) > limit > 0:
+        cutoff = np.partition(scores[candidates], len(candidates) - limit)[len(candidates) - limit]
+        candidates = candidates[scores[candidates] >= cutoff]
+    order = np.lexsort((candidates, -scores[candidates]))
+    return candidates[order][:limit]
+
+
+class ResidentReader(RepoReader):
+    """A `RepoReader` whose BM25, vector and per-file reads come from memory where it can."""
+
+    def __init__(self, db: lancedb.DBConnection, info: RepoInfo) -> None:
+        super().__init__(db, info)
+        self._resident: dict[str, ResidentTable] = {}
+        self._building: set[str] = set()
+        self._build_lock = threading.Lock()
+        self._versions: dict[str, tuple[float, tuple[str, int]]] = {}  # kind → (when looked up, version)
+
+    def renew(self, info: RepoInfo) -> None:
+        """An index run finished: look the tables' versions up again, at once."""
+        with self._build_lock:
+            self.info = info
+            self._versions.clear()
+
+    def load(self, kinds: Sequence[str]) -> None:
+        """Build the copies of these tables now, at their newest versions (for the first search
+        of a process that will search many times, and for tests)."""
+        for kind in kinds:
+            if self._current(kind) is None:
+                self._build(kind, self.version(kind))
+
+    def version(self, kind: str) -> tuple[str, int]:
+        """The table's newest version, as looked up at most `VERSION_SECONDS` ago."""
+        now = time.monotonic()
+        with self._build_lock:
+            seen = self._versions.get(kind)
+        if seen is not None and now - seen[0] < VERSION_SECONDS:
+            return seen[1]
+        version = super().version(kind)
+        with self._build_lock:
+            self._versions[kind] = (now, version)
+        return version
+
+    def _current(self, kind: str) -> ResidentTable | None:
+        """The copy of table `kind` if it is at the table's newest version; else None, and a copy
+        of that version is being built in the background."""
+        version = self.version(kind)
+        with self._build_lock:
+            table = self._resident.get(kind)
+            if table is not None and table.version == version:
+                return table
+            if kind in self._building:
+                return None
+            self._building.add(kind)
+        threading.Thread(target=self._build, args=(kind, version, True), name=f"resident-{kind}").start()
+        return None
+
+    def _build(self, kind: str, version: tuple[str, int], background: bool = False) -> None:
+        started = time.perf_counter()
+        try:
+            with _ONE_BUILD_AT_A_TIME:
+                pinned = self.db.open_table(version[0])  # its own handle, at `version`: searches move the shared one
+                pinned.checkout(version[1])
+                table = ResidentTable(pinned, version)
+        except Exception:  # the copy is an optimisation: LanceDB keeps answering without it
+            log.exception("Could not hold %s of %s in memory; searching it in LanceDB", kind, self.info.name)
+            table = None
+        with self._build_lock:
+            if table is not None:
+                self._resident[kind] = table
+            if background:
+                self._building.discard(kind)
+        _release_freed_memory()
+        if table is not None:
+            log.info(
+                "%s: %s held in memory (%d rows, %.1f s)",
+                self.info.name,
+                kind,
+                table.rows.num_rows,
+                time.perf_counter() - started,
+            )
+
+    @staticmethod
+    def _holds(columns: Sequence[str]) -> bool:
+        return set(columns) <= set(HELD_COLUMNS)
+
+    def text_search(
+        self,
+        kind: str,
+        keywords: str,
+        scope: Scope,
+        columns: Sequence[str],
+        limit: int,
+        boosts: Sequence[float],
+        implementations_only: bool = False,
+    ) -> list[Row]:
+        table = self._current(kind) if self._holds(columns) else None
+        if table is None:
+            return super().text_search(kind, keywords, scope, columns, limit, boosts, implementations_only)
+        scores = table.bm25(keywords, FTS_COLUMNS, boosts)
+        positions = best(scores, table.mask(scope, implementations_only) & (scores > 0), limit)
+        rows = table.rows_at(positions, columns)
+        for row, position in zip(rows, positions, strict=True):
+            row["_score"] = float(scores[position])
+            row["_no_vector"] = not table.has_vector[position]
+        return rows
+
+    def vector_search(
+        self,
+        kind: str,
+        vector: Sequence[float] | np.ndarray,
+        scope: Scope,
+        columns: Sequence[str],
+        limit: int,
+        ef: int,
+        implementations_only: bool = False,
+    ) -> list[Row]:
+        table = self._current(kind) if self._holds(columns) else None
+        if table is None:
+            return super().vector_search(kind, vector, scope, columns, limit, ef, implementations_only)
+        similarity = table.cosine(vector)
+        positions = best(similarity, table.mask(scope, implementations_only) & table.has_vector, limit)
+        rows = table.rows_at(positions, columns)
+        for row, position in zip(rows, positions, strict=True):
+            row["_distance"] = float(1.0 - similarity[position])
+        return rows
+
+    def file_text_search(self, terms: Sequence[str], scope: Scope, limit: int) -> list[Row]:
+        table = self._current("modules")
+        if table is None:
+            return super().file_text_search(terms, scope, limit)
+        scores = table.bm25(" ".join(terms), (FILE_TEXT_COLUMN,), (1.0,))
+        eligible = table.mask(scope, False) & (table.kinds == FILE_KIND) & (scores > 0)
+        positions = best(scores, eligible, limit)
+        rows = table.rows_at(positions, ["file_path", "role", "language"])
+        for row, position in zip(rows, positions, strict=True):
+            row["_score"] = float(scores[position])
+        return rows
+
+    def rows_by_ids(
+        self, kind: str, ids: Sequence[str], columns: Sequence[str], paths: Sequence[str] | None = None
+    ) -> list[Row]:
+        table = self._current(kind) if self._holds(columns) else None
+        if table is None:
+            return super().rows_by_ids(kind, ids, columns, paths)
+        found = sorted({table.by_id[row_id] for row_id in ids if row_id in table.by_id})
+        return table.rows_at(np.array(found, dtype=np.int64), columns)
+
+    def rows_in_files(self, kind: str, paths: Sequence[str], columns: Sequence[str], limit: int) -> pa.Table:
+        table = self._current(kind) if self._holds(columns) else None
+        if table is None:
+            return super().rows_in_files(kind, paths, columns, limit)
+        found = [table.by_file[path] for path in dict.fromkeys(paths) if path in table.by_file]
+        positions = np.sort(np.concatenate(found)) if found else np.empty(0, dtype=np.int64)
+        positions = positions[~np.isin(table.kinds[positions], [DOC_KIND, FILE_KIND])][:limit]
+        return table.rows.take(pa.array(positions, type=pa.int64())).select(list(columns))

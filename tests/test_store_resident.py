@@ -1,0 +1,172 @@
+"""A repo held in memory (store/resident.py) answers as LanceDB does, on real indexes."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from conftest import settings_for
+from codeqa.indexing.embeddings import get_embedder
+from codeqa.indexing.indexer import index_repo
+from codeqa.search.retrieval import DEFINITION_COLUMNS, FTS_BOOSTS, SELECT, Retriever
+from codeqa.search.options import SearchOptions
+from codeqa.store import registry
+from codeqa.store.connection import connect
+from codeqa.store.index import Index
+from codeqa.store.reader import RepoReader, Scope
+from codeqa.store.resident import Analyzer, ResidentReader, best
+from codeqa.store.schema import ROW_TABLES
+
+# Stop words, inflections (parsed/parses/parsing), identifiers, paths, a word of 64 bytes
+QUERIES = [
+    "where are the prices parsed during checkout",
+    "parse parsing parses parser",
+    "Cart total computed with discounts",
+    "checkout order Product from_row",
+    "src/lib.rs impl Item trait Priced",
+    "the of and to a in is it",
+    "area helper function that doubles " + "x" * 64,
+    "Shape circle rectangle perimeter",
+    "config loading settings environment",
+]
+SCOPES = [Scope(), Scope(role="test"), Scope(language="python"), Scope(path_prefix="./src")]
+
+
+@pytest.fixture(scope="module")
+def readers(indexed_sample) -> tuple[RepoReader, ResidentReader]:
+    settings, _ = indexed_sample
+    db = connect(settings)
+    info = registry.get_repo(db, "sample")
+    resident = ResidentReader(db, info)
+    resident.load(ROW_TABLES)
+    return RepoReader(db, info), resident
+
+
+def ranked(rows: list[dict], score: str) -> list[tuple[str, float]]:
+    return [(row.get("id") or row["file_path"], round(row[score], 4)) for row in rows]
+
+
+def tie_groups(rows: list[dict]) -> list[tuple[float, set[str]]]:
+    """Files best first, those of equal score as one set: LanceDB orders a single column's ties
+    (identical files) in no order we could find, so they may come in another one here."""
+    groups: list[tuple[float, set[str]]] = []
+    for row in rows:
+        score = round(row["_score"], 4)
+        if groups and groups[-1][0] == score:
+            groups[-1][1].add(row["file_path"])
+        else:
+            groups.append((score, {row["file_path"]}))
+    return groups
+
+
+def without_score(rows: list[dict]) -> list[dict]:
+    return [{key: value for key, value in row.items() if key != "_score"} for row in rows]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("query", QUERIES)
+def test_bm25_from_memory_is_lancedbs_rows_scores_and_order(readers, query):
+    plain, resident = readers
+    for scope in SCOPES:
+        for kind in ROW_TABLES:
+            for only in (False, True):
+                expected = plain.text_search(kind, query, scope, SELECT, 30, FTS_BOOSTS, only)
+                found = resident.text_search(kind, query, scope, SELECT, 30, FTS_BOOSTS, only)
+                assert ranked(found, "_score") == ranked(expected, "_score"), (kind, scope, only)
+                assert without_score(found) == without_score(expected)  # every column, `_no_vector` included
+        terms = query.lower().split()
+        assert tie_groups(resident.file_text_search(terms, scope, 50)) == tie_groups(
+            plain.file_text_search(terms, scope, 50)
+        )
+
+
+@pytest.mark.integration
+def test_the_stemmed_column_drops_stop_words_after_stemming_as_lancedb_does(readers):
+    """"during" stems to "dure" and stays; "doing" stems to "do" and goes (NLTK's list)."""
+    plain, resident = readers
+    analyzer = Analyzer(stemmed=True)
+    assert analyzer.terms("During doing the Parsing") == ["dure", "pars"]
+    for word in ("during", "doing", "very", "would", "again", "parsing"):
+        expected = plain.text_search("methods", word, Scope(), ["id"], 50, [1.0, 0.0, 0.0])
+        assert ranked(resident.text_search("methods", word, Scope(), ["id"], 50, [1.0, 0.0, 0.0]), "_score") == ranked(
+            expected, "_score"
+        ), word
+
+
+@pytest.mark.integration
+def test_vectors_from_memory_are_lancedbs_nearest_rows(indexed_sample, readers):
+    """The sample's tables are below the HNSW threshold: LanceDB's search is exact, as ours."""
+    settings, _ = indexed_sample
+    plain, resident = readers
+    embedder = get_embedder(settings, threads=1)
+    for query in QUERIES:
+        vector = embedder.embed([query])[0]
+        for scope in SCOPES:
+            for kind in ROW_TABLES:
+                expected = plain.vector_search(kind, vector, scope, SELECT, 20, 100, True)
+                found = resident.vector_search(kind, vector, scope, SELECT, 20, 100, True)
+                assert [row["id"] for row in found] == [row["id"] for row in expected], (kind, scope)
+                assert np.allclose([r["_distance"] for r in found], [r["_distance"] for r in expected], atol=1e-5)
+
+
+@pytest.mark.integration
+def test_rows_by_file_and_by_id_from_memory_are_lancedbs(readers):
+    plain, resident = readers
+    paths = sorted({row["file_path"] for row in plain.file_rows(["file_path"])})
+    for kind in ROW_TABLES:
+        expected = plain.rows_in_files(kind, paths[:7], DEFINITION_COLUMNS, 1000)
+        found = resident.rows_in_files(kind, paths[:7], DEFINITION_COLUMNS, 1000)
+        assert found.to_pylist() == expected.to_pylist()
+        ids = [row["id"] for row in expected.to_pylist()][::2]
+        assert resident.rows_by_ids(kind, ids, SELECT) == plain.rows_by_ids(kind, ids, SELECT)
+    assert resident.rows_in_files("methods", ["no/such/file.py"], DEFINITION_COLUMNS, 10).num_rows == 0
+
+
+@pytest.mark.unit
+def test_ties_keep_the_tables_row_order_and_ineligible_rows_never_come():
+    scores = np.array([1.0, 3.0, 3.0, 0.5, 3.0, 2.0], dtype=np.float32)
+    eligible = np.array([True, True, True, True, False, True])
+    assert best(scores, eligible, 3).tolist() == [1, 2, 5]
+    assert best(scores, eligible, 10).tolist() == [1, 2, 5, 0, 3]
+    assert best(scores, np.zeros(6, dtype=bool), 3).tolist() == []
+
+
+def wait_held(reader: ResidentReader, kind: str) -> None:
+    deadline = time.monotonic() + 60
+    while reader._current(kind) is None:  # the first call starts the build in the background
+        assert time.monotonic() < deadline, f"{kind} never came into memory"
+        time.sleep(0.05)
+
+
+@pytest.mark.integration
+def test_an_index_run_is_searched_at_once_and_its_new_version_comes_into_memory(sample_copy, tmp_path):
+    settings = settings_for(tmp_path / "data")
+    index_repo(sample_copy, settings, name="live", progress=False)
+    retriever = Retriever(settings, threads=1)
+    options = SearchOptions(k=5, hyde=False, rerank=False)
+    assert retriever.search("live", "how are prices parsed?", options).results
+    reader = retriever.index.reader(retriever.index.repo("live"))
+    assert isinstance(reader, ResidentReader)
+    wait_held(reader, "methods")
+    held = reader._current("methods")
+
+    (sample_copy / "zebra_tools.py").write_text("def quantum_zebra_counter(stripes):\n    return stripes * 2\n")
+    index_repo(sample_copy, settings, name="live", progress=False)
+    found = retriever.search("live", "quantum_zebra_counter", options)  # before its copy is built: LanceDB's
+    assert found.results[0].name == "quantum_zebra_counter"
+    wait_held(reader, "methods")
+    assert reader._current("methods") is not held
+    again = retriever.search("live", "quantum zebra counter stripes", options)
+    assert again.results[0].name == "quantum_zebra_counter"
+
+
+@pytest.mark.integration
+def test_a_repo_above_the_limit_or_a_limit_of_zero_is_searched_in_lancedb(indexed_sample):
+    settings, report = indexed_sample
+    db = connect(settings)
+    info = registry.get_repo(db, "sample")
+    assert isinstance(Index(db, resident_rows=info.stats.rows).reader(info), ResidentReader)
+    assert not isinstance(Index(db, resident_rows=info.stats.rows - 1).reader(info), ResidentReader)
+    assert not isinstance(Index(db, resident_rows=0).reader(info), ResidentReader)
