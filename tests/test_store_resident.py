@@ -124,6 +124,28 @@ def test_rows_by_file_and_by_id_from_memory_are_lancedbs(readers):
     assert resident.rows_in_files("methods", ["no/such/file.py"], DEFINITION_COLUMNS, 10).num_rows == 0
 
 
+@pytest.mark.integration
+def test_rows_by_name_from_memory_are_lancedbs(readers):
+    plain, resident = readers
+    for kind in ROW_TABLES:
+        names = [row["qualified_name"] for row in plain.text_search(kind, "parse cart total", Scope(), ["qualified_name"], 8, FTS_BOOSTS)]
+        tails = [name.rsplit(".", 1)[-1] for name in names] + ["parse", "__init__"]
+        for scope in SCOPES:
+            for limit in (3, 50):
+                assert resident.rows_named(kind, names, tails, scope, SELECT, limit) == plain.rows_named(
+                    kind, names, tails, scope, SELECT, limit
+                ), (kind, scope, limit)
+                assert resident.implementations_of(kind, names, scope, SELECT, limit) == plain.implementations_of(
+                    kind, names, scope, SELECT, limit
+                )
+    paths = [row["file_path"] for row in plain.file_rows(["file_path"])]
+    asked = [paths[0], paths[1].rsplit("/", 1)[-1], "no/such.py"]
+    stem = paths[2].rsplit("/", 1)[-1].split(".")[0]
+    for scope in SCOPES:
+        assert resident.file_rows_named(asked, stem, scope, SELECT, 50) == plain.file_rows_named(asked, stem, scope, SELECT, 50)
+    assert resident.file_rows_named([], None, Scope(), SELECT, 50) == []
+
+
 @pytest.mark.unit
 def test_ties_keep_the_tables_row_order_and_ineligible_rows_never_come():
     scores = np.array([1.0, 3.0, 3.0, 0.5, 3.0, 2.0], dtype=np.float32)

@@ -68,6 +68,10 @@ class RepoReader:
         self._lock = threading.Lock()
         self._tables: dict[str, Any] = {}
 
+    def in_memory(self) -> bool:
+        """Whether the searches' reads are answered in memory (store.resident), not by queries."""
+        return False
+
     def renew(self, info: RepoInfo) -> None:
         """The repo's registry row changed (an index run finished); its tables stay the same."""
         self.info = info

@@ -37,7 +37,14 @@ import pyarrow.compute as pc
 
 from codeqa.parsing.languages import DOC_KIND, FILE_KIND
 from codeqa.store.reader import RepoReader, Row, Scope
-from codeqa.store.schema import FILE_TEXT_COLUMN, FTS_COLUMNS, MAX_TOKEN_BYTES, ROW_IDENTITY, STEMMED_COLUMNS
+from codeqa.store.schema import (
+    FILE_TEXT_COLUMN,
+    FTS_COLUMNS,
+    MAX_TOKEN_BYTES,
+    ROW_IDENTITY,
+    ROW_TABLES,
+    STEMMED_COLUMNS,
+)
 
 if TYPE_CHECKING:
     import lancedb
@@ -181,6 +188,8 @@ class ResidentTable:
         self.implementation = ~self.rows.column("declaration").fill_null(False).to_numpy(zero_copy_only=False)
         self.kinds = self.rows.column("kind").to_numpy(zero_copy_only=False)
         self.by_id = {row_id: position for position, row_id in enumerate(self.rows.column("id").to_pylist())}
+        self.by_name = _positions_by(self.rows.column("name").to_pylist())
+        self.by_qualified_name = _positions_by(self.rows.column("qualified_name").to_pylist())
         self.by_file: dict[str, np.ndarray] = {}
         paths = self.rows.column("file_path").to_numpy(zero_copy_only=False)
         order = np.argsort(paths, kind="stable")
@@ -229,6 +238,13 @@ class ResidentTable:
 
     def rows_at(self, positions: np.ndarray, columns: Sequence[str]) -> list[Row]:
         return self.rows.take(pa.array(positions, type=pa.int64())).select(list(columns)).to_pylist()
+
+
+def _positions_by(values: list[str]) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for position, value in enumerate(values):
+        found.setdefault(value, []).append(position)
+    return found
 
 
 def _release_freed_memory() -> None:
@@ -285,6 +301,9 @@ class ResidentReader(RepoReader):
         with self._build_lock:
             self._versions[kind] = (now, version)
         return version
+
+    def in_memory(self) -> bool:
+        return all([self._current(kind) is not None for kind in ROW_TABLES])  # a list: each call starts its build
 
     def _current(self, kind: str) -> ResidentTable | None:
         """The copy of table `kind` if it is at the table's newest version; else None, and a copy
@@ -390,6 +409,53 @@ class ResidentReader(RepoReader):
             return super().rows_by_ids(kind, ids, columns, paths)
         found = sorted({table.by_id[row_id] for row_id in ids if row_id in table.by_id})
         return table.rows_at(np.array(found, dtype=np.int64), columns)
+
+    def rows_named(
+        self, kind: str, names: Sequence[str], tails: Sequence[str], scope: Scope, columns: Sequence[str], limit: int
+    ) -> list[Row]:
+        table = self._current(kind) if self._holds(columns) else None
+        if table is None:
+            return super().rows_named(kind, names, tails, scope, columns, limit)
+        found = {p for name in names for p in table.by_qualified_name.get(name, []) + table.by_name.get(name, [])}
+        found |= {p for tail in tails for p in table.by_name.get(tail, []) if table.kinds[p] != DOC_KIND}
+        return self._in_scope(table, found, scope, False, columns, limit)
+
+    def implementations_of(
+        self, kind: str, qualified_names: Sequence[str], scope: Scope, columns: Sequence[str], limit: int
+    ) -> list[Row]:
+        table = self._current(kind) if self._holds(columns) else None
+        if table is None:
+            return super().implementations_of(kind, qualified_names, scope, columns, limit)
+        found = {p for name in qualified_names for p in table.by_qualified_name.get(name, [])}
+        return self._in_scope(table, found, scope, True, columns, limit)
+
+    def file_rows_named(
+        self, paths: Sequence[str], stem: str | None, scope: Scope, columns: Sequence[str], limit: int
+    ) -> list[Row]:
+        table = self._current("modules") if self._holds(columns) else None
+        if table is None:
+            return super().file_rows_named(paths, stem, scope, columns, limit)
+        file_paths, names = table.rows.column("file_path"), table.rows.column("name")
+        named = np.zeros(table.rows.num_rows, dtype=bool)
+        for path in paths:
+            named |= pc.or_(pc.equal(file_paths, path), pc.ends_with(file_paths, "/" + path)).to_numpy()
+        if stem:
+            named |= pc.starts_with(names, stem + ".").to_numpy()
+        found = set(np.flatnonzero(named & (table.kinds == FILE_KIND)).tolist())
+        return self._in_scope(table, found, scope, False, columns, limit)
+
+    @staticmethod
+    def _in_scope(
+        table: ResidentTable,
+        found: set[int],
+        scope: Scope,
+        implementations_only: bool,
+        columns: Sequence[str],
+        limit: int,
+    ) -> list[Row]:
+        """The rows at `found` that are in scope, in the table's order, as a filtered read returns them."""
+        mask = table.mask(scope, implementations_only)
+        return table.rows_at(np.array(sorted(p for p in found if mask[p])[:limit], dtype=np.int64), columns)
 
     def rows_in_files(self, kind: str, paths: Sequence[str], columns: Sequence[str], limit: int) -> pa.Table:
         table = self._current(kind) if self._holds(columns) else None
