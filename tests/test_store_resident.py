@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -192,3 +193,7 @@ def test_a_repo_above_the_limit_or_a_limit_of_zero_is_searched_in_lancedb(indexe
     assert isinstance(Index(db, resident_rows=info.stats.rows).reader(info), ResidentReader)
     assert not isinstance(Index(db, resident_rows=info.stats.rows - 1).reader(info), ResidentReader)
     assert not isinstance(Index(db, resident_rows=0).reader(info), ResidentReader)
+    index = Index(db, resident_rows=info.stats.rows)
+    assert isinstance(index.reader(info), ResidentReader)
+    grown = replace(info, stats=replace(info.stats, rows=info.stats.rows + 1))
+    assert not isinstance(index.reader(grown), ResidentReader)  # outgrew the limit: let go

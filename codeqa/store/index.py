@@ -47,16 +47,18 @@ class Index:
         """The reader of the repo's tables, one per generation: a re-index to new tables reads those."""
         with self._lock:
             reader = self._readers.get(repo.name)
-            if reader is None or reader.info.prefix != repo.prefix:
-                reader = self._readers[repo.name] = self._new_reader(repo)
+            held = 0 < repo.stats.rows <= self.resident_rows
+            if reader is None or reader.info.prefix != repo.prefix or reader.holds_rows != held:
+                reader = self._readers[repo.name] = self._new_reader(repo, held)
             elif reader.info != repo:
                 reader.renew(repo)  # an index run finished: what it wrote is read from now on
             return reader
 
-    def _new_reader(self, repo: RepoInfo) -> RepoReader:
-        """A reader that holds the repo in memory if it is small enough (store.resident: numpy
-        and pyarrow.compute are imported only then)."""
-        if 0 < repo.stats.rows <= self.resident_rows:
+    def _new_reader(self, repo: RepoInfo, held: bool) -> RepoReader:
+        """A reader that holds the repo in memory (store.resident: numpy and pyarrow.compute are
+        imported only then), or one that asks LanceDB. A repo that outgrows `resident_rows` is
+        let go at its next search."""
+        if held:
             from codeqa.store.resident import ResidentReader
 
             return ResidentReader(self.db, repo)

@@ -62,6 +62,8 @@ def _implementations(scope: Scope) -> Where | None:
 class RepoReader:
     """Typed reads of one repo's tables (one generation, `info.prefix`); safe to share between threads."""
 
+    holds_rows = False  # store.resident.ResidentReader holds them in memory
+
     def __init__(self, db: lancedb.DBConnection, info: RepoInfo) -> None:
         self.db = db
         self.info = info

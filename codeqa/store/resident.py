@@ -268,7 +268,10 @@ def best(scores: np.ndarray, eligible: np.ndarray, limit: int) -> np.ndarray:
 
 
 class ResidentReader(RepoReader):
-    """A `RepoReader` whose BM25, vector and per-file reads come from memory where it can."""
+    """A `RepoReader` whose searches and reads by file, id and name come from memory, for each
+    table whose copy is at its newest version (`store.index.Index` makes one for a small repo)."""
+
+    holds_rows = True
 
     def __init__(self, db: lancedb.DBConnection, info: RepoInfo) -> None:
         super().__init__(db, info)
