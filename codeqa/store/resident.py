@@ -3,8 +3,9 @@
 Why: a search asks about ten queries of LanceDB (each row table's BM25 and vector search, the
 whole-file BM25, the best files' definitions), and each costs 5–15 ms on two cores, however few
 rows it returns: ~75 ms of a search that needs ~15 ms of its own work. A repo of up to
-`Settings.resident_rows` rows is therefore read once per table version (Django's ~57,000 rows:
-about a second and ~190 MB) and searched here, in numpy, from then on.
+`Settings.resident_rows` rows is therefore read once per table version (Django's 57,861 rows:
+~8 s, in the background, and ~0.7 GB) and searched here, in numpy, from then on: p50 109 → 24 ms
+(docs/benchmarks.md, "Searching from memory").
 
 The answers are LanceDB's own, not an approximation of them: BM25 as lance scores a
 `MultiMatchQuery` (each column's BM25 with k1 1.2 and b 0.75, times its boost; a row's score is
@@ -17,7 +18,8 @@ finds ~0.98 of the same rows). `tests/test_store_resident.py` compares the two o
 
 `ResidentReader` is a `RepoReader` whose searches use the copy once it matches the table's
 newest version, and LanceDB until then: the copy of a new version is built in the background
-(`load` builds it at once), so no search waits for it and none reads a stale one.
+(`load` builds it at once), so no search waits for it. A finished index run is read at once
+(`renew`); rows a run is still writing, within `VERSION_SECONDS`.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ STOP_WORDS = frozenset(
     wouldn't""".split()
 )
 MASKS_KEPT = 16  # scopes whose row masks a table keeps
+WORDS_KEPT = 100_000  # query words whose terms a column remembers
 # How long a table's newest version, once looked up, is taken as current: a lookup costs ~1 ms
 # and a search makes eight reads. A finished index run is seen at once (`renew`); rows that a
 # run is still writing, within this time.
@@ -111,6 +114,8 @@ class Analyzer:
     def terms(self, text: str) -> list[str]:
         """A query's terms, as the index makes them (its words remembered: queries repeat words)."""
         words = text.lower().split()
+        if len(self._terms) > WORDS_KEPT:
+            self._terms = {}
         new = [word for word in dict.fromkeys(words) if word not in self._terms]
         self._terms.update(zip(new, self.index_terms(new), strict=True))
         return [term for word in words if (term := self._terms[word]) is not None]
@@ -141,7 +146,8 @@ class Postings:
         self.lengths = np.bincount(row_of, minlength=rows).astype(np.float32)
         # lance's statistics count the rows that hold a term: a file's empty `file_text` is no document
         self.documents = int(np.count_nonzero(self.lengths))
-        self.mean_length = float(self.lengths.sum()) / self.documents if self.documents else 0.0
+        mean_length = float(self.lengths.sum()) / self.documents if self.documents else 1.0
+        self.norm = BM25_K1 * (1 - BM25_B + BM25_B * self.lengths / mean_length)  # each row's length term
         pairs, counts = np.unique(terms * max(rows, 1) + row_of, return_counts=True)  # sorted: by term, then row
         self.row = (pairs % max(rows, 1)).astype(np.int32)
         self.count = counts.astype(np.float32)
@@ -152,9 +158,6 @@ class Postings:
         """Each row's BM25 for `text` (its terms as the column's index makes them), times
         `boost`, kept in `into` where it is higher than what is there."""
         scores = np.zeros(self.rows, dtype=np.float32)
-        if not self.documents:
-            return
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * self.lengths / self.mean_length)
         for term in self.analyzer.terms(text):
             index = self.term_ids.get(term)
             if index is None:
@@ -162,7 +165,7 @@ class Postings:
             lo, hi = self.start[index], self.start[index + 1]
             rows, counts = self.row[lo:hi], self.count[lo:hi]
             idf = math.log(1 + (self.documents - (hi - lo) + 0.5) / (hi - lo + 0.5))
-            scores[rows] += idf * counts * (BM25_K1 + 1) / (counts + norm[rows])
+            scores[rows] += idf * counts * (BM25_K1 + 1) / (counts + self.norm[rows])
         np.maximum(into, boost * scores, out=into)
 
 
@@ -237,7 +240,7 @@ class ResidentTable:
         return (self.vectors @ query) * self.inverse_norms / (length or 1.0)
 
     def rows_at(self, positions: np.ndarray, columns: Sequence[str]) -> list[Row]:
-        return self.rows.take(pa.array(positions, type=pa.int64())).select(list(columns)).to_pylist()
+        return self.rows.select(list(columns)).take(pa.array(positions, type=pa.int64())).to_pylist()
 
 
 def _positions_by(values: list[str]) -> dict[str, list[int]]:
@@ -249,8 +252,9 @@ def _positions_by(values: list[str]) -> dict[str, list[int]]:
 
 def _release_freed_memory() -> None:
     """Give the C heap's freed pages back to the system. A build's temporaries (every token of a
-    table, several times over) are freed by then, but glibc keeps such pages for reuse: Django's
-    copy took 1.5 GB of memory without this, ~0.8 GB with it. Elsewhere than glibc, nothing."""
+    table, several times over) are freed by then, but glibc keeps such pages for reuse: a process
+    searching Django's held copy took 1.5 GB without this, 1.0 GB with it. Elsewhere than glibc,
+    nothing."""
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
@@ -290,8 +294,11 @@ class ResidentReader(RepoReader):
         """Build the copies of these tables now, at their newest versions (for the first search
         of a process that will search many times, and for tests)."""
         for kind in kinds:
-            if self._current(kind) is None:
-                self._build(kind, self.version(kind))
+            version = self.version(kind)
+            with self._build_lock:
+                held = self._resident.get(kind)
+            if held is None or held.version != version:
+                self._build(kind, version)
 
     def version(self, kind: str) -> tuple[str, int]:
         """The table's newest version, as looked up at most `VERSION_SECONDS` ago."""
