@@ -197,3 +197,26 @@ def test_a_repo_above_the_limit_or_a_limit_of_zero_is_searched_in_lancedb(indexe
     assert isinstance(index.reader(info), ResidentReader)
     grown = replace(info, stats=replace(info.stats, rows=info.stats.rows + 1))
     assert not isinstance(index.reader(grown), ResidentReader)  # outgrew the limit: let go
+
+
+@pytest.mark.integration
+def test_searches_from_many_threads_while_the_copy_is_built_all_find_the_same(indexed_sample):
+    """A server's threads search while the first search's copy is being read into memory: each
+    gets LanceDB's answer or the copy's, and they are the same."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    settings, _ = indexed_sample
+    options = SearchOptions(k=8, hyde=False, rerank=False)
+    expected = {
+        query: [hit.id for hit in Retriever(replace(settings, resident_rows=0)).search("sample", query, options).results]
+        for query in QUERIES
+    }
+    retriever = Retriever(settings, threads=1)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        found = list(pool.map(lambda query: (query, retriever.search("sample", query, options)), QUERIES * 4))
+    assert all([hit.id for hit in result.results] == expected[query] for query, result in found)
+    reader = retriever.index.reader(retriever.index.repo("sample"))
+    for kind in ROW_TABLES:
+        wait_held(reader, kind)
+    assert reader.in_memory()
+    assert all([hit.id for hit in retriever.search("sample", q, options).results] == expected[q] for q in QUERIES)
