@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -113,21 +114,25 @@ def test_repos_status_and_errors_name_no_server_path(served):
 
 
 def test_an_index_broken_behind_the_apps_back_answers_without_paths(served, tmp_path):
-    client, settings, repo = served
+    _, settings, repo = served
     from codeqa.store import registry, schema
     from codeqa.store.connection import connect
 
+    # An app that reads LanceDB on every search: one holding the repo in memory (store.resident)
+    # would answer from its copy, never reading the broken table.
+    app = create_app({"TESTING": True, "CODEQA_SETTINGS": replace(settings, resident_rows=0)})
     db = connect(settings)
     info = registry.get_repo(db, "shop")
     table_dir = Path(settings.database_uri) / f"{registry.table_name(info, 'classes')}.lance"
     moved = tmp_path / "moved"
     shutil.move(table_dir / "data", moved)
     try:
-        response = client.post("/api/search", json={"repo": "shop", "query": "cart total"})
+        response = app.test_client().post("/api/search", json={"repo": "shop", "query": "cart total"})
         assert response.status_code == 500
         assert response.get_json() == {"error": "Internal error: the server log has the details."}
     finally:
         shutil.move(moved, table_dir / "data")
+        close_app(app)
 
 
 def view(client, path: str):
