@@ -300,13 +300,13 @@ class Settings:
         choice(PLATFORMS),
     )
     # A repo this small is searched from memory once read (store/resident.py): the same results;
-    # Django's sdist (57,861 rows), search without rerank p50 109 → 24 ms, for 0.7 GB more memory
+    # Django's sdist (57,861 rows), search without rerank p50 81 → 23 ms for ~0.25 GB more memory
     # (docs/benchmarks.md). Read in the background after its first search. 0: always LanceDB.
     resident_rows: int = setting(
         "CODEQA_RESIDENT_ROWS",
         60_000,
         "a server (web app, MCP, a `--batch` search) holds a repo of up to this many rows in memory "
-        "and searches it there: the same results, 4× faster, ~12 KB of memory a row (0: never)",
+        "and searches it there: the same results, ~4× faster, ~4 KB of memory a row (0: never)",
         integer(0),
     )
     # Reranking: the cross-encoder that reorders the best files' definitions (search/rerank.py).

@@ -4,7 +4,7 @@ Why: a search asks about ten queries of LanceDB (each row table's BM25 and vecto
 whole-file BM25, the best files' definitions), and each costs 5–15 ms on two cores, however few
 rows it returns: ~75 ms of a search that needs ~15 ms of its own work. A repo of up to
 `Settings.resident_rows` rows is therefore read once per table version (Django's 57,861 rows:
-~8 s, in the background, and ~0.7 GB) and searched here, in numpy, from then on: p50 109 → 24 ms
+~5 s, in the background, and ~0.25 GB) and searched here, in numpy, from then on: p50 81 → 23 ms
 (docs/benchmarks.md, "Searching from memory").
 
 The answers are LanceDB's own, not an approximation of them: BM25 as lance scores a
