@@ -382,7 +382,8 @@ class Retriever:
 
         Each table's BM25 and vector rankings are fused here (`fuse_hybrid`), not by a LanceDB
         hybrid query: the BM25 queries need no vector, so they run on the pool while the query
-        is being embedded, and a row still waiting for its vector keeps a fair place."""
+        is being embedded (a repo held in memory is read in turn: `_reads`), and a row still
+        waiting for its vector keeps a fair place."""
         reader, reads = self.index.reader(repo), self._reads(repo)
         # Declarations are found by name (`_exact_rows`) and as definitions of the files the
         # ranking lists, not here: a header's prototypes took pool places from the code itself

@@ -356,9 +356,9 @@ class ResidentReader(RepoReader):
                 time.perf_counter() - started,
             )
 
-    @staticmethod
-    def _holds(columns: Sequence[str]) -> bool:
-        return set(columns) <= set(HELD_COLUMNS)
+    def _held(self, kind: str, columns: Sequence[str]) -> ResidentTable | None:
+        """The copy of table `kind`, if it is current and holds `columns`; else None: ask LanceDB."""
+        return self._current(kind) if set(columns) <= set(HELD_COLUMNS) else None
 
     def text_search(
         self,
@@ -370,7 +370,7 @@ class ResidentReader(RepoReader):
         boosts: Sequence[float],
         implementations_only: bool = False,
     ) -> list[Row]:
-        table = self._current(kind) if self._holds(columns) else None
+        table = self._held(kind, columns)
         if table is None:
             return super().text_search(kind, keywords, scope, columns, limit, boosts, implementations_only)
         scores = table.bm25(keywords, FTS_COLUMNS, boosts)
@@ -391,7 +391,7 @@ class ResidentReader(RepoReader):
         ef: int,
         implementations_only: bool = False,
     ) -> list[Row]:
-        table = self._current(kind) if self._holds(columns) else None
+        table = self._held(kind, columns)
         if table is None:
             return super().vector_search(kind, vector, scope, columns, limit, ef, implementations_only)
         similarity = table.cosine(vector)
@@ -402,7 +402,7 @@ class ResidentReader(RepoReader):
         return rows
 
     def file_text_search(self, terms: Sequence[str], scope: Scope, limit: int) -> list[Row]:
-        table = self._current("modules")
+        table = self._held("modules", ())
         if table is None:
             return super().file_text_search(terms, scope, limit)
         scores = table.bm25(" ".join(terms), (FILE_TEXT_COLUMN,), (1.0,))
@@ -416,7 +416,7 @@ class ResidentReader(RepoReader):
     def rows_by_ids(
         self, kind: str, ids: Sequence[str], columns: Sequence[str], paths: Sequence[str] | None = None
     ) -> list[Row]:
-        table = self._current(kind) if self._holds(columns) else None
+        table = self._held(kind, columns)
         if table is None:
             return super().rows_by_ids(kind, ids, columns, paths)
         found = sorted({table.by_id[row_id] for row_id in ids if row_id in table.by_id})
@@ -425,7 +425,7 @@ class ResidentReader(RepoReader):
     def rows_named(
         self, kind: str, names: Sequence[str], tails: Sequence[str], scope: Scope, columns: Sequence[str], limit: int
     ) -> list[Row]:
-        table = self._current(kind) if self._holds(columns) else None
+        table = self._held(kind, columns)
         if table is None:
             return super().rows_named(kind, names, tails, scope, columns, limit)
         found = {p for name in names for p in table.by_qualified_name.get(name, []) + table.by_name.get(name, [])}
@@ -435,7 +435,7 @@ class ResidentReader(RepoReader):
     def implementations_of(
         self, kind: str, qualified_names: Sequence[str], scope: Scope, columns: Sequence[str], limit: int
     ) -> list[Row]:
-        table = self._current(kind) if self._holds(columns) else None
+        table = self._held(kind, columns)
         if table is None:
             return super().implementations_of(kind, qualified_names, scope, columns, limit)
         found = {p for name in qualified_names for p in table.by_qualified_name.get(name, [])}
@@ -444,7 +444,7 @@ class ResidentReader(RepoReader):
     def file_rows_named(
         self, paths: Sequence[str], stem: str | None, scope: Scope, columns: Sequence[str], limit: int
     ) -> list[Row]:
-        table = self._current("modules") if self._holds(columns) else None
+        table = self._held("modules", columns)
         if table is None:
             return super().file_rows_named(paths, stem, scope, columns, limit)
         file_paths, names = table.rows.column("file_path"), table.rows.column("name")
@@ -470,7 +470,7 @@ class ResidentReader(RepoReader):
         return table.rows_at(np.array(sorted(p for p in found if mask[p])[:limit], dtype=np.int64), columns)
 
     def rows_in_files(self, kind: str, paths: Sequence[str], columns: Sequence[str], limit: int) -> pa.Table:
-        table = self._current(kind) if self._holds(columns) else None
+        table = self._held(kind, columns)
         if table is None:
             return super().rows_in_files(kind, paths, columns, limit)
         found = [table.by_file[path] for path in dict.fromkeys(paths) if path in table.by_file]
