@@ -72,6 +72,17 @@ def test_a_query_that_is_exactly_a_name_puts_it_first(exact_index, query, qualif
     assert top.to_json()["exact_match"] is True and top.to_json()["score"] == 1.0
 
 
+@pytest.mark.parametrize("mention, named", [
+    ("/home/me/.venv/lib/python3.11/site-packages/click/termui.py", True),  # an installed copy
+    ("https://github.com/pallets/click/blob/8.1.7/src/click/termui.py#L7", True),  # a link
+    ("/home/me/.venv/lib/python3.11/site-packages/rich/termui.py", False),  # the name alone is not enough
+])
+def test_a_long_path_names_the_repositorys_file_by_its_tail(exact_index, mention, named):
+    result = search(exact_index, "clicklike", f"the output is not colored\n\n  at {mention}, while printing")
+    exact = {hit.file_path for hit in result.results if hit.exact}
+    assert ("src/click/termui.py" in exact) is named, exact
+
+
 def test_a_name_inside_a_question_is_weighed_not_forced_first(exact_index):
     result = search(exact_index, "clicklike", "which colors does the terminal styling support")
     assert not any(hit.relevance == 1.0 for hit in result.results)

@@ -159,6 +159,22 @@ def test_a_file_is_named_by_its_path_its_tail_or_its_stem() -> None:
     assert not exact.names_file("web/view.test.js", "view") and not exact.names_file("web/review.js", "view")
 
 
+@pytest.mark.parametrize("mention, named", [
+    ("home/me/.venv/lib/python3.11/site-packages/requests/models.py", {"requests/models.py"}),
+    ("github.com/psf/requests/blob/0e322af/requests/models.py", {"requests/models.py"}),
+    ("opt/libs/fmt/trunk/include/fmt/ranges.h", {"include/fmt/ranges.h"}),  # three parts beat two
+    ("home/me/registry/globset-0.4.8/src/lib.rs", set()),  # every crate's src/lib.rs: a tie names none
+    ("usr/lib/python3/dist-packages/pandas/core/frame.py", set()),  # one part alone is not a tail
+    ("requests/models.py", set()),  # a short mention is matched as a path's tail (names_file)
+])
+def test_a_long_mention_names_the_file_sharing_most_of_its_tail(mention: str, named: set) -> None:
+    paths = ["requests/models.py", "requests/sessions.py", "frame.py", "include/fmt/ranges.h",
+             "single_include/fmt/ranges.h", "crates/globset/src/lib.rs", "crates/ignore/src/lib.rs"]
+    assert exact.named_by_long(paths, [mention]) == named
+    tail = exact.tail_of_long(mention)
+    assert tail is None or all(path.endswith("/" + tail) or path == tail for path in named)
+
+
 def test_what_the_whole_query_names_goes_first_with_its_file() -> None:
     from codeqa.search.results import FileHit
     docs = hit("docs/colors.py", 0.9, name="show_colors")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from codeqa.parsing.languages import FILE_KIND
 from codeqa.search.query import ParsedQuery
 from codeqa.search.results import FileHit, Hit
@@ -35,6 +37,39 @@ def names_file(path: str, name: str) -> bool:
     """`name` is the file's path, a tail of it (`src/view.js`, `view.js`), or its stem (`view`)."""
     base = path.rsplit("/", 1)[-1]
     return path == name or path.endswith("/" + name) or ("." not in name and base.rsplit(".", 1)[0] == name)
+
+
+def tail_of_long(mention: str) -> str | None:
+    """The last two parts of a mention of three or more (`.../site-packages/requests/models.py`:
+    `requests/models.py`), to look the repository's files up by; None for a shorter one."""
+    parts = mention.split("/")
+    return "/".join(parts[-2:]) if len(parts) >= 3 else None
+
+
+def named_by_long(paths: list[str], mentions: Sequence[str]) -> set[str]:
+    """The files (of `paths`) that long mentions name by their tail: an installed copy's path in
+    a traceback (`/usr/lib/python3.9/site-packages/requests/models.py`), a link to the file
+    (`github.com/psf/requests/blob/<sha>/requests/models.py`), a path under another checkout.
+    Each mention names the one file sharing the most trailing parts with it, two at least; a
+    tie names none (`.../globset-0.4.8/src/lib.rs` against every crate's `src/lib.rs`)."""
+    named: set[str] = set()
+    for mention in mentions:
+        if tail_of_long(mention) is None:
+            continue
+        shared = {path: _shared_parts(path, mention) for path in paths}
+        best = max(shared.values(), default=0)
+        if best >= 2 and sum(count == best for count in shared.values()) == 1:
+            named |= {path for path, count in shared.items() if count == best}
+    return named
+
+
+def _shared_parts(path: str, mention: str) -> int:
+    count = 0
+    for mine, theirs in zip(reversed(path.split("/")), reversed(mention.split("/")), strict=False):
+        if mine != theirs:
+            break
+        count += 1
+    return count
 
 
 def named_by_whole(hit: Hit, whole_name: str) -> bool:

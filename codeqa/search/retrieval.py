@@ -611,12 +611,15 @@ class Retriever:
         if kind == "modules":
             whole = parsed.whole_name
             stem = whole if whole and whole not in parsed.files and "." not in whole else None  # `view`: view.js
-            rows = reader.file_rows_named(parsed.files, stem, scope, SELECT, MAX_EXACT_ROWS)
+            tails = [tail for tail in map(exact.tail_of_long, parsed.files) if tail]
+            rows = reader.file_rows_named([*parsed.files, *tails], stem, scope, SELECT, MAX_EXACT_ROWS)
+            by_tail = exact.named_by_long([row["file_path"] for row in rows], parsed.files)
             # `view.%` also matched view.test.js: a file stem must be the whole name
             rows = [
                 row
                 for row in rows
-                if any(exact.names_file(row["file_path"], name) for name in parsed.files + (parsed.whole_name,) if name)
+                if row["file_path"] in by_tail
+                or any(exact.names_file(row["file_path"], name) for name in parsed.files + (parsed.whole_name,) if name)
             ]
         elif parsed.symbols:
             tails = [symbol.rsplit(".", 1)[-1] for symbol in parsed.symbols if "." in symbol]
