@@ -54,6 +54,7 @@ from codeqa.search.ranking import (
 )
 from codeqa.search.results import FileHit, Hit, SearchResult
 from codeqa.search.structure import STRUCTURE_FEATURES, RepoLayout
+from codeqa.search.templates import templates_last
 from codeqa.search.twins import group_twins
 from codeqa.store import lease, registry
 from codeqa.store.errors import IndexNotReadyError, ModelMismatchError
@@ -322,7 +323,8 @@ class Retriever:
                     repo, candidates[: min(options.k, DEFINITION_FILES)], pool, parsed, question_vector
                 )
         rerank = self._rerank(repo, parsed, candidates[: options.k], options, stages, notices, report)
-        hits, candidates = exact.whole_name_first(parsed, hits_in_file_order(pool, candidates[: options.k]), candidates)
+        listed = hits_in_file_order(templates_last(pool, parsed.kind), candidates[: options.k])
+        hits, candidates = exact.whole_name_first(parsed, templates_last(listed, parsed.kind), candidates)
         hits = one_chunk_per_file(self._group_overloads(repo, hits, options))[: options.k]
         _show_relevance(hits, candidates, parsed)
         stages.timings["total"] = (time.perf_counter() - started) * 1000
