@@ -87,7 +87,7 @@ def test_symbols_follow_the_file_ranking_after_what_the_question_names() -> None
     hits[4].exact = True
     files = rank_files([bm25("b.py", 5.0)], hits, about_tests=False, ranker=RECIPROCAL)
     assert [f.path for f in files[:2]] == ["b.py", "a.py"] and "d.py" in {f.path for f in files}
-    assert [h.name for h in hits_in_file_order(hits, files)][:4] == ["named", "b1", "a1", "a2"]
+    assert [h.name for h in hits_in_file_order(hits, files, "how")][:4] == ["named", "b1", "a1", "a2"]
 
 
 def test_a_named_row_of_an_unlisted_file_does_not_lead() -> None:
@@ -96,7 +96,7 @@ def test_a_named_row_of_an_unlisted_file_does_not_lead() -> None:
             hit("d.py", 0.5, "named")]
     hits[4].exact = True
     files = rank_files([bm25("b.py", 5.0)], hits, about_tests=False, ranker=RECIPROCAL)[:2]
-    assert [h.name for h in hits_in_file_order(hits, files)] == ["b1", "a1", "a2", "c1", "named"]
+    assert [h.name for h in hits_in_file_order(hits, files, "how")] == ["b1", "a1", "a2", "c1", "named"]
 
 
 def test_docs_sections_keep_their_places_while_code_follows_the_file_ranking() -> None:
@@ -106,7 +106,7 @@ def test_docs_sections_keep_their_places_while_code_follows_the_file_ranking() -
         doc.language = "markdown"
     files = rank_files([bm25("b.py", 5.0)], hits, about_tests=False, ranker=RECIPROCAL)
     assert [f.path for f in files if f.path.endswith(".py")] == ["b.py", "a.py"]
-    assert [h.name for h in hits_in_file_order(hits, files)] == ["b1", "Intro", "a1", "FAQ"]
+    assert [h.name for h in hits_in_file_order(hits, files, "how")] == ["b1", "Intro", "a1", "FAQ"]
 
 
 def test_docs_sections_follow_the_listed_files_code_except_the_best() -> None:
@@ -116,9 +116,18 @@ def test_docs_sections_follow_the_listed_files_code_except_the_best() -> None:
         doc.language = "markdown"
     files = {f.path: f for f in rank_files([bm25("b.py", 5.0)], hits, about_tests=False, ranker=RECIPROCAL)}
     code_only = [files["b.py"], files["a.py"]]
-    assert [h.name for h in hits_in_file_order(hits, code_only)] == ["b1", "Intro", "a1", "FAQ", "Notes", "c1"]
+    assert [h.name for h in hits_in_file_order(hits, code_only, "how")] == ["b1", "Intro", "a1", "FAQ", "Notes", "c1"]
     faq_listed = [files["b.py"], files["docs/faq.md"], files["a.py"]]
-    assert [h.name for h in hits_in_file_order(hits, faq_listed)] == ["b1", "Intro", "a1", "FAQ", "Notes", "c1"]
+    assert [h.name for h in hits_in_file_order(hits, faq_listed, "how")] == ["b1", "Intro", "a1", "FAQ", "Notes", "c1"]
+
+
+def test_a_reports_docs_sections_all_follow_the_listed_files_code() -> None:
+    hits = [hit("docs/intro.md", 0.95, "Intro"), hit("a.py", 0.9, "a1"), hit("b.py", 0.8, "b1")]
+    hits[0].language = "markdown"
+    files = rank_files([bm25("b.py", 5.0)], hits, about_tests=False, ranker=RECIPROCAL)
+    code = [f for f in files if f.path.endswith(".py")]
+    assert [h.name for h in hits_in_file_order(hits, code, "how")] == ["Intro", "b1", "a1"]
+    assert [h.name for h in hits_in_file_order(hits, code, "report")] == ["b1", "a1", "Intro"]
 
 
 # --- Definitions of the best files ---------------------------------------------------------------
