@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from codeqa.core.errors import ConfigError, one_line
-from codeqa.parsing.languages import CLASS_KINDS, DOC_LANGUAGES, FILE_KIND, MODULE_KIND
+from codeqa.parsing.languages import CLASS_KINDS, DOC_LANGUAGES, FILE_KIND, MODULE_KIND, OTHER_LANGUAGE
 from codeqa.parsing.tokens import code_tokens
 from codeqa.search.question_kind import QuestionKind
 from codeqa.search.results import Definition, FileHit, Hit
@@ -61,7 +61,7 @@ FEATURES = (
     "exact",  # the question names one of its symbols, or the file, exactly
     "test",  # role test, and the question is not about tests
     "test_asked",  # role test, and the question is about tests
-    "non_source",  # role example, benchmark, docs, generated or vendored
+    "non_source",  # role example, benchmark, docs, generated or vendored, or text of no known language
     "prose_asked",  # one of those roles, and the question asks for docs or an example (an offset to the above)
     "uses_strong",  # log(1 + strong rows this file uses): it calls what matched
     "used_by_strong",  # log(1 + strong rows' files that use this file's rows)
@@ -219,7 +219,7 @@ def file_features(
         structure_features(files, hits, asked, layout, hubs)
     _graph_features(files, hits)
     for path, file in files.items():
-        test, prose = file.role == "test", file.role in NON_SOURCE_ROLES
+        test, prose = file.role == "test", file.role in NON_SOURCE_ROLES or file.language == OTHER_LANGUAGE
         file.features.update(
             test=float(test and not about_tests),
             test_asked=float(test and about_tests),
