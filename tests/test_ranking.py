@@ -70,6 +70,17 @@ def test_a_file_of_no_known_language_counts_as_non_source() -> None:
     assert files["sphinx/domains/std.py"].features["non_source"] == 0.0
 
 
+def test_a_stored_source_role_is_refined_by_todays_path_rules() -> None:
+    """An index written before the vendored-copy rule stored `source` for jquery-3.5.1.js; it
+    ranks as a fresh index would (non-source), and roles the index stored otherwise stay."""
+    copy = hit("sphinx/themes/basic/static/jquery-3.5.1.js", 0.9, "isArrayLike", role="source")
+    example = hit("docs/conf.py", 0.8, "setup", role="example")
+    files = file_features([], [copy, example, hit("sphinx/domains/std.py", 0.7, "run")], about_tests=False)
+    assert files["sphinx/themes/basic/static/jquery-3.5.1.js"].features["non_source"] == 1.0
+    assert files["docs/conf.py"].features["non_source"] == 1.0
+    assert files["sphinx/domains/std.py"].features["non_source"] == 0.0
+
+
 def test_graph_features_follow_the_strong_rows_references() -> None:
     strong = hit("core.py", 0.9, "parse")
     strong.references = [{"file_path": "cli.py", "line": 3}, {"file_path": "core.py", "line": 9}]

@@ -1004,7 +1004,12 @@ class RoleRule:
 
 # First match wins; a path that matches none is "docs" for documents, else "source".
 ROLE_RULES: tuple[RoleRule, ...] = (
-    RoleRule("vendored", dirs=frozenset(d.lower() for d in VENDORED_DIRS)),
+    RoleRule(
+        "vendored",
+        dirs=frozenset(d.lower() for d in VENDORED_DIRS),
+        # a library's copy shipped beside the code: minified, or named with its version (jquery-3.5.1.js)
+        names=("*.min.js", "*.min.css", "*-[0-9]*.[0-9]*.js"),
+    ),
     RoleRule(
         "generated",
         names=(
@@ -1100,6 +1105,12 @@ def file_role(path: str, head_text: str = "") -> str:
     if role not in ("vendored", "generated") and _GENERATED_HEADER.search(head_text[:HEAD_CHARS]):
         return "generated"
     return role
+
+
+def current_role(stored: str, path: str) -> str:
+    """A row's stored role, refined by today's path rules: an index written before a rule was
+    added (a vendored library's versioned copy) ranks as a fresh index of the same files would."""
+    return _path_role(path) if stored == "source" else stored
 
 
 @lru_cache(maxsize=65536)

@@ -34,7 +34,14 @@ from pathlib import Path
 import numpy as np
 
 from codeqa.core.errors import ConfigError, one_line
-from codeqa.parsing.languages import CLASS_KINDS, DOC_LANGUAGES, FILE_KIND, MODULE_KIND, OTHER_LANGUAGE
+from codeqa.parsing.languages import (
+    CLASS_KINDS,
+    DOC_LANGUAGES,
+    FILE_KIND,
+    MODULE_KIND,
+    OTHER_LANGUAGE,
+    current_role,
+)
 from codeqa.parsing.tokens import code_tokens
 from codeqa.search.question_kind import QuestionKind
 from codeqa.search.results import Definition, FileHit, Hit
@@ -219,7 +226,8 @@ def file_features(
         structure_features(files, hits, asked, layout, hubs)
     _graph_features(files, hits)
     for path, file in files.items():
-        test, prose = file.role == "test", file.role in NON_SOURCE_ROLES or file.language == OTHER_LANGUAGE
+        role = current_role(file.role, path)
+        test, prose = role == "test", role in NON_SOURCE_ROLES or file.language == OTHER_LANGUAGE
         file.features.update(
             test=float(test and not about_tests),
             test_asked=float(test and about_tests),
