@@ -323,8 +323,8 @@ class Retriever:
                     repo, candidates[: min(options.k, DEFINITION_FILES)], pool, parsed, question_vector
                 )
         rerank = self._rerank(repo, parsed, candidates[: options.k], options, stages, notices, report)
-        listed = hits_in_file_order(templates_last(pool, parsed.kind), candidates[: options.k], parsed.kind)
-        hits, candidates = exact.whole_name_first(parsed, templates_last(listed, parsed.kind), candidates)
+        listed = templates_last(hits_in_file_order(pool, candidates[: options.k], parsed.kind), parsed.kind)
+        hits, candidates = exact.whole_name_first(parsed, listed, candidates)
         hits = one_chunk_per_file(self._group_overloads(repo, hits, options))[: options.k]
         _show_relevance(hits, candidates, parsed)
         stages.timings["total"] = (time.perf_counter() - started) * 1000

@@ -2,10 +2,10 @@
 (`.github/ISSUE_TEMPLATE/bug_report.md`, `PULL_REQUEST_TEMPLATE.md`), so the template's
 sections match every report the repository receives and answer none of them.
 
-They took the first place of the list for many reports (the best docs section keeps its place,
-ranking.hits_in_file_order), and up to three places of a pull request's ten (Alamofire's
-template sections for a commit that follows it). For a report, their rows follow every other
-row; a how question ("how do I report a bug?") keeps them where they rank."""
+They took the first place of the list for many reports (as the best docs section, which then
+kept its place: ranking.hits_in_file_order), and up to three places of a pull request's ten
+(Alamofire's template sections for a commit that follows it). For a report, their rows follow
+every other row; a how question ("how do I report a bug?") keeps them where they rank."""
 
 from __future__ import annotations
 
