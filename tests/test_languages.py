@@ -89,6 +89,11 @@ pytestmark = pytest.mark.unit
     # vendored by name: a library's copy, minified or carrying its version
     ("sphinx/themes/basic/static/jquery-3.5.1.js", "vendored"), ("static/app.min.js", "vendored"),
     ("sphinx/themes/basic/static/doctools.js", "source"), ("lib/es5-shim.js", "source"),
+    ("contrib/linux-kernel/0002-lib-Add-zstd-modules.patch", "vendored"),
+    # docs by name: changelogs, licences, man pages, translation catalogs; Xcode's project files are generated
+    ("CHANGES.old", "docs"), ("LICENSE-APACHE", "docs"), ("programs/zstd.1", "docs"),
+    ("sphinx/locale/ja/LC_MESSAGES/sphinx.po", "docs"), ("Alamofire.xcodeproj/project.pbxproj", "generated"),
+    ("src/license.py", "source"), ("src/changes.rs", "source"), ("legacy/exchange_rates.nim", "source"),
     # source, including names that only look like the conventions
     ("src/flask/testing.py", "source"),
     ("src/flask/app.py", "source"),

@@ -59,17 +59,6 @@ def test_role_features_depend_on_whether_the_question_is_about_tests() -> None:
     assert plain["examples/demo.py"].features["non_source"] == 1.0
 
 
-def test_a_file_of_no_known_language_counts_as_non_source() -> None:
-    """Changelogs, translation catalogs, patches and man pages are indexed whole as text; their
-    role is `source` (no rule names them), yet they are never the code a question is about."""
-    catalog = hit("sphinx/locale/ja/LC_MESSAGES/sphinx.po", 0.9, "sphinx.po")
-    catalog.language, catalog.kind, catalog.table = "other", "module", "modules"
-    files = file_features([], [catalog, hit("sphinx/domains/std.py", 0.8, "get_fignumber")], about_tests=False)
-    assert catalog.role == "source"
-    assert files["sphinx/locale/ja/LC_MESSAGES/sphinx.po"].features["non_source"] == 1.0
-    assert files["sphinx/domains/std.py"].features["non_source"] == 0.0
-
-
 def test_a_stored_source_role_is_refined_by_todays_path_rules() -> None:
     """An index written before the vendored-copy rule stored `source` for jquery-3.5.1.js; it
     ranks as a fresh index would (non-source), and roles the index stored otherwise stay."""

@@ -1008,7 +1008,8 @@ ROLE_RULES: tuple[RoleRule, ...] = (
         "vendored",
         dirs=frozenset(d.lower() for d in VENDORED_DIRS),
         # a library's copy shipped beside the code: minified, or named with its version (jquery-3.5.1.js)
-        names=("*.min.js", "*.min.css", "*-[0-9]*.[0-9]*.js"),
+        # and patches to another project's code (zstd's contrib/linux-kernel/*.patch)
+        names=("*.min.js", "*.min.css", "*-[0-9]*.[0-9]*.js", "*.patch", "*.diff"),
     ),
     RoleRule(
         "generated",
@@ -1038,6 +1039,10 @@ ROLE_RULES: tuple[RoleRule, ...] = (
             "go.sum",
             "flake.lock",
             "uv.lock",
+            # project files an IDE writes: Xcode's
+            "*.pbxproj",
+            "*.xcscheme",
+            "*.xcworkspacedata",
         ),
     ),
     RoleRule(
@@ -1090,7 +1095,30 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     ),
     RoleRule("benchmark", dirs=frozenset({"bench", "benches", "benchmark", "benchmarks"})),
     RoleRule("example", dirs=frozenset({"example", "examples", "example_scripts", "samples"})),
-    RoleRule("docs", dirs=frozenset({"doc", "docs"})),
+    RoleRule(
+        "docs",
+        dirs=frozenset({"doc", "docs"}),
+        # text with no document extension: changelogs, licences, man pages, translation catalogs
+        names=(
+            "changes",
+            "changes.old",
+            "changelog",
+            "history",
+            "news",
+            "license",
+            "licence",
+            "license-apache",
+            "license-mit",
+            "copying",
+            "notice",
+            "authors",
+            "contributors",
+            "code_of_conduct",
+            "*.[1-9]",
+            "*.po",
+            "*.pot",
+        ),
+    ),
 )
 
 

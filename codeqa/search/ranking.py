@@ -34,14 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from codeqa.core.errors import ConfigError, one_line
-from codeqa.parsing.languages import (
-    CLASS_KINDS,
-    DOC_LANGUAGES,
-    FILE_KIND,
-    MODULE_KIND,
-    OTHER_LANGUAGE,
-    current_role,
-)
+from codeqa.parsing.languages import CLASS_KINDS, DOC_LANGUAGES, FILE_KIND, MODULE_KIND, current_role
 from codeqa.parsing.tokens import code_tokens
 from codeqa.search.question_kind import QuestionKind
 from codeqa.search.results import Definition, FileHit, Hit
@@ -68,7 +61,7 @@ FEATURES = (
     "exact",  # the question names one of its symbols, or the file, exactly
     "test",  # role test, and the question is not about tests
     "test_asked",  # role test, and the question is about tests
-    "non_source",  # role example, benchmark, docs, generated or vendored, or text of no known language
+    "non_source",  # role example, benchmark, docs, generated or vendored
     "prose_asked",  # one of those roles, and the question asks for docs or an example (an offset to the above)
     "uses_strong",  # log(1 + strong rows this file uses): it calls what matched
     "used_by_strong",  # log(1 + strong rows' files that use this file's rows)
@@ -227,7 +220,7 @@ def file_features(
     _graph_features(files, hits)
     for path, file in files.items():
         role = current_role(file.role, path)
-        test, prose = role == "test", role in NON_SOURCE_ROLES or file.language == OTHER_LANGUAGE
+        test, prose = role == "test", role in NON_SOURCE_ROLES
         file.features.update(
             test=float(test and not about_tests),
             test_asked=float(test and about_tests),
