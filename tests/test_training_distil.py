@@ -1,4 +1,4 @@
-"""training/distil_reranker.py: the teacher read back from the shipped file scores as it does; a
+"""training/distil_reranker.py and cross_encoder.py: the teacher read back from the shipped file scores as it does; a
 student run resumes, caches the teacher's scores and exports with its own number of layers."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ pytest.importorskip("torch")  # the train extra (make setup-dev installs it)
 import numpy as np  # noqa: E402
 
 from codeqa.search.rerank import RERANKER_NAME, CrossEncoderReranker, reranker_model  # noqa: E402
-from training import distil_reranker, train_embedder, train_reranker  # noqa: E402
+from training import cross_encoder, distil_reranker, train_embedder, train_reranker  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +29,7 @@ DEFINITIONS = [
 def test_the_teacher_rebuilt_from_the_shipped_file_scores_as_it_does():
     import torch
 
-    model = distil_reranker.teacher_from_onnx(reranker_model(RERANKER_NAME).checked_path())
+    model = cross_encoder.from_onnx(reranker_model(RERANKER_NAME).checked_path())
     model.eval()
     assert model.config.num_hidden_layers == len(model.bert.encoder.layer) == 3  # the shipped student
     tokenizer = train_reranker.load_model()[0]

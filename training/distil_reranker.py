@@ -5,7 +5,7 @@
 
 The rerank stage's cost is the model's (~11.5 ms a pair on one core for six layers), so a model
 of half the layers reads the same candidates in about half the time. The teacher is the int8
-ONNX file the product ships: its torch checkpoint is not kept, so `teacher_from_onnx` reads the
+ONNX file the product ships: its torch checkpoint is not kept, so `cross_encoder.from_onnx` reads the
 weights back from that file (each int8 matrix times its per-channel scale) and checks that the
 rebuilt model scores as the file does. The student starts as the teacher with only the `--keep`
 layers (every other one by default). Its targets are the teacher's logits for each triple's
@@ -23,70 +23,13 @@ import json
 import sys
 from pathlib import Path
 
+from training.cross_encoder import from_onnx, keep_layers
 from training.train_embedder import DATA, TRIPLES, add_fit_arguments, fit, latest_checkpoint, training_triples
 from training.train_reranker import load_model, pair_logits, run_on_triples
 
 CHECKPOINTS = DATA / "distil-checkpoints"
 TEACHER_LOGITS = DATA / "teacher-logits.jsonl"
-MATMULS_PER_LAYER = ("attention.self.query", "attention.self.key", "attention.self.value",
-                     "attention.output.dense", "intermediate.dense", "output.dense")
 MAX_TEACHER_GAP = 0.25  # logits: the rebuilt torch teacher's vs the int8 file's (dynamic quantisation's noise is ~0.05)
-
-
-def _dequantized(initializers: dict, name: str):
-    import numpy as np
-    from onnx import numpy_helper
-
-    def array(suffix: str):
-        return numpy_helper.to_array(initializers[name + suffix]).astype(np.float32)
-
-    return (array("_quantized") - array("_zero_point")) * array("_scale")
-
-
-def teacher_from_onnx(model_file: Path):
-    """The int8 cross-encoder as a torch `BertForSequenceClassification` (fp32, dequantised).
-
-    `quantize_dynamic` keeps the biases and LayerNorms under their torch names and renames each
-    encoder MatMul's weight `onnx::MatMul_<n>`, numbered in the order the export traced them:
-    per layer query, key, value, attention output, intermediate, output."""
-    import onnx
-    import torch
-    from onnx import numpy_helper
-
-
-    initializers = {tensor.name: tensor for tensor in onnx.load(str(model_file)).graph.initializer}
-    matmuls = sorted({name.removesuffix("_quantized") for name in initializers
-                      if name.startswith("onnx::MatMul_") and name.endswith("_quantized")},
-                     key=lambda name: int(name.rsplit("_", 1)[1]))
-    layers, rest = divmod(len(matmuls), len(MATMULS_PER_LAYER))
-    if rest or not layers:
-        raise SystemExit(f"{model_file} has {len(matmuls)} quantised MatMuls: not a BERT cross-encoder's")
-    model = keep_layers(load_model()[1], list(range(layers)))  # the file's depth (a student's is less)
-    state = model.state_dict()
-    weights = {name: torch.tensor(numpy_helper.to_array(tensor).astype("float32"))
-               for name, tensor in initializers.items() if name in state}
-    for table in ("word_embeddings", "token_type_embeddings", "position_embeddings"):
-        name = f"bert.embeddings.{table}.weight"
-        weights[name] = torch.tensor(_dequantized(initializers, name))
-    for number, name in enumerate(matmuls):
-        layer, part = divmod(number, len(MATMULS_PER_LAYER))
-        weights[f"bert.encoder.layer.{layer}.{MATMULS_PER_LAYER[part]}.weight"] = torch.tensor(
-            _dequantized(initializers, name).T.copy())
-    for head in ("bert.pooler.dense", "classifier"):
-        weights[f"{head}.weight"] = torch.tensor(_dequantized(initializers, f"{head}.weight_Transposed").T.copy())
-    if missing := sorted(set(state) - set(weights)):
-        raise SystemExit(f"{model_file} lacks {missing[:3]}")
-    model.load_state_dict(weights)
-    return model
-
-
-def keep_layers(model, keep: list[int]):
-    """The model with only these encoder layers, in this order."""
-    import torch
-
-    model.bert.encoder.layer = torch.nn.ModuleList([model.bert.encoder.layer[i] for i in keep])
-    model.config.num_hidden_layers = len(keep)
-    return model
 
 
 def teacher_logits(triples: list[dict], cache: Path, model: str) -> list[tuple[float, float]]:
@@ -144,7 +87,7 @@ def train(args: argparse.Namespace) -> None:
     tokenizer, model = load_model()  # resumed, the checkpoint holds every weight: the base is only the shape
     if latest_checkpoint(args.checkpoints) is None:
         teacher_file = reranker_model(args.teacher).checked_path()
-        model = teacher_from_onnx(teacher_file)
+        model = from_onnx(teacher_file)
         model.eval()
         check_teacher(model, tokenizer, teacher_file, triples, targets)
     model = keep_layers(model, args.keep)

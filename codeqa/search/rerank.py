@@ -28,7 +28,7 @@ from codeqa.indexing.embeddings import ONNX_FILE, TOKENIZER_FILE, EmbeddingError
 
 if TYPE_CHECKING:
     import onnxruntime
-    from tokenizers import Tokenizer
+    from tokenizers import Encoding, Tokenizer
 
     from codeqa.search.results import Definition, FileHit
 
@@ -131,9 +131,8 @@ class CrossEncoderReranker:
             )
         if not documents:
             return []
-        session, tokenizer = self._load()
-        question = self.cap_question(query)
-        encoded = tokenizer.encode_batch([(question, doc[: PAIR_TOKENS * _CHARS_PER_TOKEN_BOUND]) for doc in documents])
+        session, _tokenizer = self._load()
+        encoded = self.encode(query, documents)
 
         def run(index: int) -> float:
             pair = encoded[index]
@@ -151,6 +150,13 @@ class CrossEncoderReranker:
         for index, score in zip(longest_first, found, strict=True):
             scores[index] = score
         return scores
+
+    def encode(self, query: str, documents: list[str]) -> list[Encoding]:
+        """Each (question, document) pair as the model reads it: the question's first
+        QUERY_TOKENS tokens, then the document, PAIR_TOKENS in all (training tokenises so too)."""
+        _session, tokenizer = self._load()
+        question = self.cap_question(query)
+        return tokenizer.encode_batch([(question, doc[: PAIR_TOKENS * _CHARS_PER_TOKEN_BOUND]) for doc in documents])
 
     def cap_question(self, query: str) -> str:
         """The question up to the end of its QUERY_TOKENS-th token, as the model was trained
