@@ -33,7 +33,7 @@ from codeqa.core.errors import LLMUnavailable
 from codeqa.indexing.embeddings import get_embedder
 from codeqa.llm import prompts
 from codeqa.search import exact
-from codeqa.search.crowding import one_chunk_per_file
+from codeqa.search.crowding import uncrowded
 from codeqa.search.fusion import fuse_hybrid, fuse_ranked
 from codeqa.search.options import SearchOptions, check_options
 from codeqa.search.overloads import declared_names, group_declarations
@@ -325,7 +325,7 @@ class Retriever:
         rerank = self._rerank(repo, parsed, candidates[: options.k], options, stages, notices, report)
         listed = templates_last(hits_in_file_order(pool, candidates[: options.k], parsed.kind), parsed.kind)
         hits, candidates = exact.whole_name_first(parsed, listed, candidates)
-        hits = one_chunk_per_file(self._group_overloads(repo, hits, options))[: options.k]
+        hits = uncrowded(self._group_overloads(repo, hits, options))[: options.k]
         _show_relevance(hits, candidates, parsed)
         stages.timings["total"] = (time.perf_counter() - started) * 1000
         return SearchResult(
