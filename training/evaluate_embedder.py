@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 
 
-from training.sources import validation_repos
+from training.sources import MIRROR, validation_repos
 from training.train_embedder import DATA, FileTexts, embedded_query, gold_candidates, load_model, load_records
 
 VALIDATION = DATA / "validation.jsonl.gz"
@@ -164,7 +164,7 @@ def table(results: dict[str, dict[str, list[tuple[float, float]]]]) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"), help="bare mirrors <owner>+<name>/repo")
+    parser.add_argument("--mirror", type=Path, default=MIRROR, help="bare mirrors <owner>+<name>/repo")
     parser.add_argument("--checkpoint", type=Path, action="append", default=[],
                         help="a train_embedder.py checkpoint to score (repeatable)")
     parser.add_argument("--onnx", type=Path, action="append", default=[], help="an ONNX export to score (repeatable)")

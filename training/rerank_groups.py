@@ -29,7 +29,7 @@ from collections import defaultdict
 from multiprocessing import Pool
 from pathlib import Path
 
-from training.sources import check_allowed, validation_repos
+from training.sources import MIRROR, check_allowed, validation_repos
 from training.train_embedder import DATA, FileTexts, embedded_query, load_records
 from training.train_reranker_listwise import GROUP_TOKENS, VALIDATION_TOKENS
 
@@ -118,7 +118,7 @@ def tokenize(lists: list[tuple[str, list[str], list[bool]]], out: Path) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"), help="bare mirrors <owner>+<name>/repo")
+    parser.add_argument("--mirror", type=Path, default=MIRROR, help="bare mirrors <owner>+<name>/repo")
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--validation", action="store_true",
                         help="also tokenise evaluate_embedder.py's held-back items (validation.jsonl.gz)")

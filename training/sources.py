@@ -25,6 +25,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPOS_FILE = HERE / "repos.tsv"
+MIRROR = Path("/work/.mirror")  # bare mirrors, <owner>+<name>/repo: where `fetch` puts them (every script's --mirror)
 EVAL_ITEM_FILES = (HERE.parent / "eval" / "realistic" / "items.jsonl", HERE.parent / "eval" / "howto" / "items.jsonl")
 
 # Reason -> repositories. Never mined, never a source of negatives, never named in a query.

@@ -29,7 +29,7 @@ import sys
 from multiprocessing import Pool
 from pathlib import Path
 
-from training.sources import check_allowed, load_sources, validation_repos
+from training.sources import MIRROR, check_allowed, load_sources, validation_repos
 from training.train_embedder import DATA, FileTexts, definition_texts, embedded_query, gold_candidates, load_records
 
 STATIC = DATA / "static"
@@ -144,7 +144,7 @@ def run_jobs(function, jobs: list, processes: int) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("stage", choices=("items", "corpus"))
-    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"), help="bare mirrors <owner>+<name>/repo")
+    parser.add_argument("--mirror", type=Path, default=MIRROR, help="bare mirrors <owner>+<name>/repo")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--defs", type=int, default=3000, help="corpus: definitions per repository")
     parser.add_argument("--messages", type=int, default=1500, help="corpus: commit messages per repository")

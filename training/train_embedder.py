@@ -34,7 +34,7 @@ from typing import Callable
 HERE = Path(__file__).resolve().parent
 
 from training.mine_pairs import PAIRS_FILE
-from training.sources import check_allowed, validation_repos
+from training.sources import MIRROR, check_allowed, validation_repos
 
 DATA = HERE / "data"
 TRIPLES = DATA / "triples.jsonl.gz"
@@ -289,7 +289,7 @@ def train(args: argparse.Namespace) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"), help="bare mirrors <owner>+<name>/repo")
+    parser.add_argument("--mirror", type=Path, default=MIRROR, help="bare mirrors <owner>+<name>/repo")
     parser.add_argument("--triples", type=Path, default=TRIPLES, help="the texts to train on (built if missing)")
     parser.add_argument("--max-items", type=int, default=0, help="build the texts of a random sample of items only")
     parser.add_argument("--max-tokens", type=int, default=128)

@@ -208,7 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    merge(args) if args.merge else train(args)
+    if args.merge:
+        merge(args)
+    else:
+        train(args)
     return 0
 
 
