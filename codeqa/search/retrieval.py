@@ -33,6 +33,7 @@ from codeqa.core.errors import LLMUnavailable
 from codeqa.indexing.embeddings import get_embedder
 from codeqa.llm import prompts
 from codeqa.search import exact
+from codeqa.search.code_first import code_first
 from codeqa.search.crowding import uncrowded
 from codeqa.search.fusion import fuse_hybrid, fuse_ranked
 from codeqa.search.options import SearchOptions, check_options
@@ -323,7 +324,9 @@ class Retriever:
                     repo, candidates[: min(options.k, DEFINITION_FILES)], pool, parsed, question_vector
                 )
         rerank = self._rerank(repo, parsed, candidates[: options.k], options, stages, notices, report)
-        listed = templates_last(hits_in_file_order(pool, candidates[: options.k], parsed.kind), parsed.kind)
+        listed = code_first(
+            templates_last(hits_in_file_order(pool, candidates[: options.k], parsed.kind), parsed.kind), parsed.kind
+        )
         hits, candidates = exact.whole_name_first(parsed, listed, candidates)
         hits = uncrowded(self._group_overloads(repo, hits, options))[: options.k]
         _show_relevance(hits, candidates, parsed)
