@@ -55,6 +55,7 @@ from codeqa.search.ranking import (
 )
 from codeqa.search.results import FileHit, Hit, SearchResult
 from codeqa.search.structure import STRUCTURE_FEATURES, RepoLayout
+from codeqa.search.sure_file import deepen_sure_file
 from codeqa.search.templates import templates_last
 from codeqa.search.twins import group_twins
 from codeqa.store import lease, registry
@@ -324,6 +325,8 @@ class Retriever:
                     repo, candidates[: min(options.k, DEFINITION_FILES)], pool, parsed, question_vector
                 )
         rerank = self._rerank(repo, parsed, candidates[: options.k], options, stages, notices, report)
+        if options.definitions and deepen_sure_file(candidates[: options.k], parsed.kind):
+            self._read_shown(repo, candidates[:1])
         listed = code_first(
             templates_last(hits_in_file_order(pool, candidates[: options.k], parsed.kind), parsed.kind), parsed.kind
         )
@@ -483,13 +486,17 @@ class Retriever:
         named = {hit.id for hit in definitions if any(exact.names(hit, name) for name in parsed.symbols)}
         features = definition_features(definitions, vectors, texts, pool, question_vector, parsed.terms, named)
         rank_definitions(files, definitions, features, self.symbol_ranker)
-        outside = [hit for file in files for hit in file.symbols if hit.id not in in_pool]
-        if outside:
-            whole = self._whole_hits(repo, outside)
-            for file in files:
-                file.symbols = [whole.get(hit.id, hit) for hit in file.symbols]
-                for definition in file.definitions:
-                    definition.hit = whole.get(definition.hit.id, definition.hit)
+        self._read_shown(repo, files)
+
+    def _read_shown(self, repo, files: list[FileHit]) -> None:
+        """The files' shown definitions that were weighed as light rows (`_light_rows`), read whole."""
+        whole = self._whole_hits(repo, [hit for file in files for hit in file.symbols])
+        if not whole:
+            return
+        for file in files:
+            file.symbols = [whole.get(hit.id, hit) for hit in file.symbols]
+            for definition in file.definitions:
+                definition.hit = whole.get(definition.hit.id, definition.hit)
 
     def _whole_hits(self, repo, hits: list[Hit]) -> dict[str, Hit]:
         """Light rows (`_light_rows`: no code, signature or doc) read whole, by id; rows that
