@@ -8,10 +8,12 @@ search half of CodeQA.
 Pipeline: HyDE (the LLM writes the code it expects) → hybrid search → HyDE with the real
 code found (the question rewritten with the codebase's names) → hybrid search over a
 candidate pool → files ranked by their evidence → the best files' definitions weighed → optional
-cross-encoder rerank of those definitions → exact-name matches on top. Every stage can be
-switched off and reports its time; without an LLM, search still runs and says so. Each stage's
-idea lives in a module of its own (query, fusion, pool, exact, ranking, structure, twins,
-rerank, crowding); this one runs them in order against the index (`store.reader`).
+cross-encoder rerank of those definitions → the list's order rules (a sure file's further
+definitions, templates and configuration after code for a report, exact-name matches on top,
+no file crowding it). Every stage can be switched off and reports its time; without an LLM,
+search still runs and says so. Each stage's idea lives in a module of its own (query, fusion,
+pool, exact, ranking, structure, twins, rerank, sure_file, templates, code_first, crowding);
+this one runs them in order against the index (`store.reader`).
 """
 
 from __future__ import annotations
