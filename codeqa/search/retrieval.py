@@ -9,11 +9,11 @@ Pipeline: HyDE (the LLM writes the code it expects) → hybrid search → HyDE w
 code found (the question rewritten with the codebase's names) → hybrid search over a
 candidate pool → files ranked by their evidence → the best files' definitions weighed → optional
 cross-encoder rerank of those definitions → the list's order rules (a sure file's further
-definitions, templates and configuration after code for a report, exact-name matches on top,
-no file crowding it). Every stage can be switched off and reports its time; without an LLM,
-search still runs and says so. Each stage's idea lives in a module of its own (query, fusion,
-pool, exact, ranking, structure, twins, rerank, sure_file, templates, code_first, crowding);
-this one runs them in order against the index (`store.reader`).
+definitions and templates last for a report, exact-name matches on top, no file crowding
+it). Every stage can be switched off and reports its time; without an LLM, search still runs
+and says so. Each stage's idea lives in a module of its own (query, fusion, pool, exact,
+ranking, structure, twins, rerank, sure_file, templates, crowding); this one runs them in
+order against the index (`store.reader`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from codeqa.core.errors import LLMUnavailable
 from codeqa.indexing.embeddings import get_embedder
 from codeqa.llm import prompts
 from codeqa.search import exact
-from codeqa.search.code_first import code_first
 from codeqa.search.crowding import uncrowded
 from codeqa.search.fusion import fuse_hybrid, fuse_ranked
 from codeqa.search.options import SearchOptions, check_options
@@ -329,9 +328,7 @@ class Retriever:
         rerank = self._rerank(repo, parsed, candidates[: options.k], options, stages, notices, report)
         if options.definitions and deepen_sure_file(candidates[: options.k], parsed.kind):
             self._read_shown(repo, candidates[:1])
-        listed = code_first(
-            templates_last(hits_in_file_order(pool, candidates[: options.k], parsed.kind), parsed.kind), parsed.kind
-        )
+        listed = templates_last(hits_in_file_order(pool, candidates[: options.k], parsed.kind), parsed.kind)
         hits, candidates = exact.whole_name_first(parsed, listed, candidates)
         hits = uncrowded(self._group_overloads(repo, hits, options))[: options.k]
         _show_relevance(hits, candidates, parsed)
