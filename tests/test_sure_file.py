@@ -24,7 +24,7 @@ def test_a_sure_best_file_shows_its_next_definitions() -> None:
     assert len(files[1].symbols) == 3
 
 
-def test_an_unsure_one_and_a_file_with_few_definitions_stay_as_they_are() -> None:
+def test_an_unsure_best_file_keeps_its_rows_and_a_lone_one_shows_what_it_has() -> None:
     files = [listed("a.py", 5.0, 10, 2), listed("b.py", 5.0 - SURE_MARGIN, 10, 3)]
     assert deepen_sure_file(files, "report") == [] and len(files[0].symbols) == 2
     alone = [listed("a.py", 1.0, 3, 1)]
