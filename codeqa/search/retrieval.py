@@ -326,7 +326,7 @@ class Retriever:
                     repo, candidates[: min(options.k, DEFINITION_FILES)], pool, parsed, question_vector
                 )
         rerank = self._rerank(repo, parsed, candidates[: options.k], options, stages, notices, report)
-        if options.definitions and deepen_sure_file(candidates[: options.k], parsed.kind):
+        if deepen_sure_file(candidates[: options.k], parsed.kind):  # files have definitions only when weighed
             self._read_shown(repo, candidates[:1])
         listed = templates_last(hits_in_file_order(pool, candidates[: options.k], parsed.kind), parsed.kind)
         hits, candidates = exact.whole_name_first(parsed, listed, candidates)
