@@ -57,6 +57,12 @@ def test_long_reports_embed_their_opening_and_cap_bm25_terms() -> None:
     assert len(keywords) == MAX_KEYWORDS and keywords[0] == "handler0"  # code-shaped terms first
 
 
+def test_question_words_are_no_terms_unless_named_as_code() -> None:
+    assert parse_query("where are prices parsed?").terms == ["are", "prices", "parsed"]
+    assert "when" not in parse_query("Crash when the cart is empty").terms  # a report's too
+    assert "where" in parse_query("Why does `Query.where` drop nulls?").terms  # a name it asks about
+
+
 @pytest.mark.parametrize(("question", "about_tests"), [
     ("why does test_cart fail under pytest", True), ("add a spec for the parser", True),
     ("how is the cart total computed", False), ("where is the latest release built", False),

@@ -159,6 +159,15 @@ def test_a_file_found_by_its_whole_text_is_listed(searcher):
     assert all(f.features["bm25_rr"] == 0.0 for f in vector_only.files)
 
 
+def test_a_question_word_is_no_whole_file_evidence(searcher):
+    """`rust/src/lib.rs` says "Where an item is stored": whole-file BM25 matched "where are prices
+    parsed?" to it on that word alone, first of all files; question words are no terms now."""
+    result = searcher.search("sample", "where are prices parsed?", SearchOptions(k=10, hyde=False, rerank=False))
+    lib = next(f for f in result.file_candidates if f.path == "rust/src/lib.rs")
+    assert lib.features["bm25_rr"] == 0.0
+    assert result.files[0].path != "rust/src/lib.rs"
+
+
 def test_the_best_files_show_their_best_weighed_definitions_read_whole(retriever):
     """Every definition of a listed best file is weighed, pool or not; one shown from outside
     the pool comes back whole (code, references), as a pool row would."""

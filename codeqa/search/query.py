@@ -19,6 +19,12 @@ MAX_QUERY_CHARS = 20_000
 EMBED_QUERY_CHARS = 1_200  # what the embedder sees of a long query: its opening (title, prose)
 MAX_KEYWORDS = 64  # BM25 terms taken from a query
 MAX_FILE_TERMS = 400  # distinct query terms whole-file BM25 matches (a long report has ~300)
+# The words that make a sentence a question, never part of what it asks. Code seldom holds them,
+# so BM25 over code weighs them as rare and telling: "where are prices parsed?" ranked first the
+# one file whose comment reads "Where an item is stored". The stemmed column drops them (with
+# every English stop word); the identifier-aware terms drop only these: dropping every stop word
+# lost on Flask's questions and the realistic train split (docs/retrieval.md, "Question words").
+QUESTION_WORDS = frozenset({"how", "where", "what", "which", "why", "when", "who", "whom", "whose"})
 _TEST_WORDS = re.compile(r"\btests?\b|\bspecs?\b|pytest|unittest", re.IGNORECASE)
 # A question asking for prose rather than code (ranking's `prose_asked`, an offset to the role's penalty).
 _PROSE_WORDS = re.compile(
@@ -94,9 +100,12 @@ class ParsedQuery:
 
     @cached_property
     def terms(self) -> list[str]:
-        """Its distinct identifier-aware tokens, in order (at most MAX_FILE_TERMS): what
-        whole-file BM25 and the definitions' BM25 match, tokenized once per search."""
-        return list(dict.fromkeys(code_tokens(self.text).split()))[:MAX_FILE_TERMS]
+        """Its distinct identifier-aware tokens, in order (at most MAX_FILE_TERMS), less the
+        QUESTION_WORDS it does not name as code: what whole-file BM25 and the definitions' BM25
+        match, tokenized once per search."""
+        named = set(code_tokens(" ".join(self.symbols + self.files)).split())
+        terms = dict.fromkeys(code_tokens(self.text).split())
+        return [term for term in terms if term not in QUESTION_WORDS or term in named][:MAX_FILE_TERMS]
 
 
 def parse_query(text: str) -> ParsedQuery:
