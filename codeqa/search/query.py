@@ -21,9 +21,9 @@ MAX_KEYWORDS = 64  # BM25 terms taken from a query
 MAX_FILE_TERMS = 400  # distinct query terms whole-file BM25 matches (a long report has ~300)
 # The words that make a sentence a question, never part of what it asks. Code seldom holds them,
 # so BM25 over code weighs them as rare and telling: "where are prices parsed?" ranked first the
-# one file whose comment reads "Where an item is stored". The stemmed column drops them (with
-# every English stop word); the identifier-aware terms drop only these: dropping every stop word
-# lost on Flask's questions and the realistic train split (docs/retrieval.md, "Question words").
+# one file whose comment reads "Where an item is stored". The stemmed column drops English stop
+# words (all of these but "whose"); the identifier-aware terms drop only these: dropping every stop
+# word lost on Flask's questions and the realistic train split (docs/retrieval.md, "Question words").
 QUESTION_WORDS = frozenset({"how", "where", "what", "which", "why", "when", "who", "whom", "whose"})
 _TEST_WORDS = re.compile(r"\btests?\b|\bspecs?\b|pytest|unittest", re.IGNORECASE)
 # A question asking for prose rather than code (ranking's `prose_asked`, an offset to the role's penalty).
