@@ -15,7 +15,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from codeqa.core.records import RepoInfo
 from codeqa.store import create_tables, registry, schema
+from codeqa.store.errors import UnknownRepoError
+from codeqa.store.index import Index
 from codeqa.store.connection import connect, table_names
 from conftest import ROOT
 from codeqa.indexing.indexer import index_repo
@@ -327,6 +330,29 @@ def test_a_registry_being_created_lists_no_repo(settings):
     (settings.data_dir / "lancedb" / f"{schema.REGISTRY_TABLE}.lance").mkdir(parents=True)
     assert schema.REGISTRY_TABLE in table_names(db)
     assert registry.list_repos(db) == [] and registry.find_repo(db, "big") is None
+
+
+def test_an_index_reads_the_registry_again_only_when_it_changes(settings):
+    """`Index` keeps the registry's rows while the table's version stands (a search asks for its
+    repo's row every time) and sees another connection's writes at once: a new repo, a changed
+    row, a removed one."""
+    index = Index.connect(settings)
+    assert index.repos() == []
+    writer = connect(settings)
+    one = RepoInfo(name="one", root="/nowhere", prefix=registry.new_generation_prefix("one"),
+                   embedding_model="m", embedding_dim=4, created_at=0.0, indexed_at=1.0)
+    registry.save_repo(writer, one)
+    listed = index.repos()
+    assert listed == [one]
+    assert index.repo("one") is listed[0]  # the same object: the unchanged registry was not read again
+    registry.save_repo(writer, replace(one, indexed_at=2.0))
+    assert index.repo("one").indexed_at == 2.0
+    registry.save_repo(writer, replace(one, name="two", prefix=registry.new_generation_prefix("two")))
+    assert [info.name for info in index.repos()] == ["one", "two"]
+    registry.remove_repo(writer, "two")
+    assert [info.name for info in index.repos()] == ["one"]
+    with pytest.raises(UnknownRepoError, match="Did you mean 'one'"):
+        index.repo("onee")
 
 
 def test_searchable_before_its_vectors_and_a_killed_fill_resumes(tmp_path):

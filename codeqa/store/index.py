@@ -27,6 +27,7 @@ class Index:
     def __init__(self, db: lancedb.DBConnection, resident_rows: int = 0) -> None:
         self.db = db
         self.resident_rows = resident_rows  # a repo this small is searched from memory (store.resident)
+        self._registry = registry.RegistryCache(db)
         self._lock = threading.Lock()
         self._readers: dict[str, RepoReader] = {}  # repo → the reader of its current generation
 
@@ -37,11 +38,11 @@ class Index:
 
     def repos(self) -> list[RepoInfo]:
         """Every indexed repo, by name."""
-        return registry.list_repos(self.db)
+        return self._registry.repos()
 
     def repo(self, name: str) -> RepoInfo:
         """One indexed repo; `UnknownRepoError` (404) suggests close names."""
-        return registry.get_repo(self.db, name)
+        return self._registry.repo(name)
 
     def reader(self, repo: RepoInfo) -> RepoReader:
         """The reader of the repo's tables, one per generation: a re-index to new tables reads those."""
