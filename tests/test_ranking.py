@@ -8,7 +8,7 @@ import math
 import pytest
 
 from codeqa.search import ranking
-from codeqa.search.ranking import FEATURES, LinearRanker, file_features, hits_in_file_order, rank_files
+from codeqa.search.ranking import FEATURES, LinearRanker, Tokens, file_features, hits_in_file_order, rank_files
 from test_query import hit
 
 pytestmark = pytest.mark.unit
@@ -151,7 +151,7 @@ def test_each_definition_is_weighed_against_the_question_and_its_own_file() -> N
     other.kind = "class"
     features = ranking.definition_features(
         [parse, helper, other], [[1.0, 0.0], [0.6, 0.8], None],
-        [["parse", "header", "bytes"], ["split", "lines"], ["reader", "header"]],
+        [Tokens.of(["parse", "header", "bytes"]), Tokens.of(["split", "lines"]), Tokens.of(["reader", "header"])],
         pool=[hit("z.py", 1.0, "lucky"), parse], question_vector=[2.0, 0.0],
         question_terms=["header", "parse", "bytes"], named={other.id})
     first, second, third = features
@@ -178,7 +178,7 @@ def test_a_definition_that_calls_the_pools_strong_rows_is_marked() -> None:
     weak.references = [{"file_path": "dec.py", "caller": "unrelated", "line": 20}]
     decode, main, unrelated = hit("dec.py", 0.0, "decode"), hit("cli.py", 0.0, "main"), hit("dec.py", 0.0, "unrelated")
     pool = [matched, also] + [hit(f"f{i}.py", 0.5, f"f{i}") for i in range(ranking.STRONG_HITS)] + [weak]
-    features = ranking.definition_features([decode, main, unrelated, matched, weak], [None] * 5, [[]] * 5, pool,
+    features = ranking.definition_features([decode, main, unrelated, matched, weak], [None] * 5, [Tokens.of([])] * 5, pool,
                                            question_vector=None, question_terms=[], named=set())
     assert [f["calls_strong"] for f in features] == pytest.approx([math.log1p(2), math.log1p(1), 0, 0, 0])
     assert [f["strong"] for f in features] == [0.0, 0.0, 0.0, 1.0, 0.0]  # weak ranks below the strongest ten
@@ -194,7 +194,7 @@ def test_a_class_of_methods_owns_few_of_its_lines_and_a_struct_of_fields_all() -
             row("a.py", "Session.save", "method", 25, 40), row("a.py", "Session.save.encode", "function", 30, 39),
             row("a.py", "a.py", "module", 41, 50), row("b.rs", "Options", "struct", 1, 10),
             row("b.rs", "Options", "impl", 12, 30), row("b.rs", "Options.new", "method", 13, 20)]
-    features = ranking.definition_features(rows, [None] * len(rows), [[] for _ in rows], pool=[],
+    features = ranking.definition_features(rows, [None] * len(rows), [Tokens.of([])] * len(rows), pool=[],
                                            question_vector=None, question_terms=["session"], named=set())
     share = {(r.name, r.kind): f["own_share"] for r, f in zip(rows, features)}
     assert share[("Session", "class")] == pytest.approx(4 / 40)  # lines 1-4: its methods hold the rest
@@ -238,5 +238,6 @@ def test_bm25_among_definitions_scores_as_bm25s_does() -> None:
     terms = ["header", "parse", "missing"]
     reference = bm25s.BM25(k1=ranking.BM25_K1, b=ranking.BM25_B)
     reference.index(texts, show_progress=False)
-    assert ranking._bm25(texts, terms) == pytest.approx(reference.get_scores(terms).tolist())
-    assert ranking._bm25(texts + [[]], ["absent"]).tolist() == [0.0] * 5
+    counted = [Tokens.of(text) for text in texts]
+    assert ranking._bm25(counted, terms) == pytest.approx(reference.get_scores(terms).tolist())
+    assert ranking._bm25(counted + [Tokens.of([])], ["absent"]).tolist() == [0.0] * 5

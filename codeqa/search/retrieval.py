@@ -45,6 +45,7 @@ from codeqa.search.question_kind import QuestionKind
 from codeqa.search.ranking import (
     DEFINITION_FILES,
     LinearRanker,
+    Tokens,
     default_symbol_ranker,
     definition_features,
     file_model_name,
@@ -90,7 +91,7 @@ DEFINITION_COLUMNS = [*ROW_IDENTITY, "role", "reference_count", "declaration", "
 
 Progress = Callable[[str, str, "float | None", str], None]
 T = TypeVar("T")
-LightRow = tuple[dict, np.ndarray | None, list[str]]  # a definition's columns, its vector, its search tokens
+LightRow = tuple[dict, np.ndarray | None, Tokens]  # a definition's columns, its vector, its search tokens
 
 
 def _silent(stage: str, state: str, ms: float | None, detail: str) -> None:
@@ -537,7 +538,7 @@ class Retriever:
             absent = column.is_null().to_numpy(zero_copy_only=False)
             fresh: dict[str, list[LightRow]] = {path: [] for path in missing}
             for i, row in enumerate(read.drop_columns(["vector"]).to_pylist()):
-                tokens = row.pop("search_text").split()
+                tokens = Tokens.of(row.pop("search_text").split())
                 fresh[row["file_path"]].append((row, None if absent[i] or matrix is None else matrix[i], tokens))
             with self._lock:
                 for path, rows in fresh.items():
