@@ -335,7 +335,7 @@ def test_a_registry_being_created_lists_no_repo(settings):
 def test_an_index_reads_the_registry_again_only_when_it_changes(settings):
     """`Index` keeps the registry's rows while the table's version stands (a search asks for its
     repo's row every time) and sees another connection's writes at once: a new repo, a changed
-    row, a removed one."""
+    row, a removed one, a registry deleted."""
     index = Index.connect(settings)
     assert index.repos() == []
     writer = connect(settings)
@@ -353,6 +353,8 @@ def test_an_index_reads_the_registry_again_only_when_it_changes(settings):
     assert [info.name for info in index.repos()] == ["one"]
     with pytest.raises(UnknownRepoError, match="Did you mean 'one'"):
         index.repo("onee")
+    shutil.rmtree(settings.data_dir / "lancedb" / f"{schema.REGISTRY_TABLE}.lance")  # its table gone under it
+    assert index.repos() == []
 
 
 def test_searchable_before_its_vectors_and_a_killed_fill_resumes(tmp_path):

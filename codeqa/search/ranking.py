@@ -99,7 +99,7 @@ BM25_K1, BM25_B = 1.5, 0.75
 class Tokens(NamedTuple):
     """A definition's search text as BM25 reads it: how often each token occurs, and how many
     there are. Counted once when its row is read (search keeps rows for later questions), so a
-    question looks up only its own terms: ~2.5 → ~0.3 ms a search of Django."""
+    question looks up only its own terms (2.5 → 0.9 ms a search of Django's sdist)."""
 
     counts: Counter[str]
     length: int

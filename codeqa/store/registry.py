@@ -135,9 +135,10 @@ def get_repo(db: lancedb.DBConnection, name: str) -> RepoInfo:
 
 class RegistryCache:
     """The registry's rows as of its newest version, read again only when that version changes:
-    a search asks for its repo's row every time, and reading the table took 3.6 ms of a ~30 ms
-    search of Django's sdist where looking its version up takes ~0.7 ms (bench/search_bench.py).
-    Safe to share between threads; what it returns is frozen (`RepoInfo`), and a list of its own."""
+    a search asks for its repo's row every time, and reading the table whole cost 4.6 ms of a
+    ~29 ms search of Django's sdist held in memory, where looking its version up costs 1.1 ms
+    (docs/benchmarks.md). Safe to share between threads; what it returns is frozen (`RepoInfo`),
+    in a list of its own."""
 
     def __init__(self, db: lancedb.DBConnection) -> None:
         self.db = db
