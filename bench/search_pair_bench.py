@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -49,13 +48,8 @@ def serve(data_dir: Path, repo: str, queries: int) -> None:
               flush=True)
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))], 1)
-
-
 def main() -> None:
-    from bench.search_bench import DATA, REPO
+    from bench.search_bench import DATA, REPO, summary
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, required=True, help="a checkout of the code before the change")
@@ -88,8 +82,7 @@ def main() -> None:
     for worker in workers.values():
         worker.stdin.close()
         worker.wait()
-    result = {side: {"n": len(v), "p50_ms": percentile(v, 0.5), "p95_ms": percentile(v, 0.95),
-                     "mean_ms": round(statistics.mean(v), 1)} for side, v in times.items()}
+    result = {side: summary(values) for side, values in times.items()}
     result["p50_ratio"] = round(result["after"]["p50_ms"] / result["before"]["p50_ms"], 3)
     print(json.dumps(result, indent=2))
 
