@@ -5,8 +5,8 @@
 Plain search (HyDE and rerank off, one torch thread, query embedding included) is timed on
 queries made from the index's own docstrings, from LanceDB and from memory (store/resident.py,
 `CODEQA_RESIDENT_ROWS`) taking turns query by query, then from memory alone, with how long the
-repo took to read into memory and how much the process grew. `--with-llm` also measures the HyDE cost per query and the
-end-to-end time to a streamed answer with the embedded LLM. The rerank stage (the shipped
+repo took to read into memory and how much the process grew. `--with-llm` also measures the
+HyDE cost per query and the end-to-end time to a streamed answer with the embedded LLM. The rerank stage (the shipped
 cross-encoder over the best files' definitions) is timed on its own and in the whole search
 (from memory), on `--rerank-queries` of the same queries, with each of `--rerank-threads` in
 turn (`CODEQA_RERANK_THREADS`). Not a test.

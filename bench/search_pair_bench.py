@@ -3,8 +3,8 @@
     python -m bench.search_pair_bench --before ../old-checkout [--after .] [--rounds 2]
         [--data-dir DIR --repo NAME]
 
-On a box whose speed drifts (a shared VM: the same search bench a quarter apart minutes apart),
-two runs one after the other do not compare. Here both checkouts answer side by side: each in a
+On a box whose speed drifts (a shared VM: the same search bench read a quarter apart in runs
+minutes apart), two runs one after the other do not compare. Here both checkouts answer side by side: each in a
 process of its own that holds the repo in memory, the same docstring queries in blocks of 10
 that alternate between them (one process runs at a time, which goes first alternating too).
 HyDE and rerank off, as `search_bench.py`'s plain search. Not a test.
