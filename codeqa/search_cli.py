@@ -160,6 +160,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "context" or not args.batch:
         # One question: reading the repo into memory (store.resident) would cost more than it saves.
         settings = replace(settings, resident_rows=0)
+    if getattr(args, "rerank", None) is False:  # --no-rerank: the reranker need not even load
+        settings = replace(settings, rerank=False, rerank_chat=False)
     with Services(settings) as services:
         if args.command == "context":
             return _context_main(args, services)

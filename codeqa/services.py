@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from codeqa.core.config import Settings
@@ -81,11 +82,21 @@ class Services:
 
     @property
     def retriever(self) -> Retriever:
-        """Search (`retriever.search(repo, question, SearchOptions(...))`); loads the embedder.
+        """Search (`retriever.search(repo, question, SearchOptions(...))`); loads its models.
         It shares the LLM client, built only if a search asks the LLM (HyDE)."""
-        from codeqa.search.retrieval import Retriever
+        return self._part("retriever", self._build_retriever)
 
-        return self._part("retriever", lambda: Retriever(self.settings, llm=lambda: self.llm, index=self.index))
+    def _build_retriever(self) -> Retriever:
+        """The models load on a thread of their own while LanceDB is imported for the index: the
+        two are most of a one-shot `codeqa search`'s start (docs/benchmarks.md, "The models load
+        beside LanceDB's import")."""
+        from codeqa.search.retrieval import Retriever, load_models
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="codeqa-models") as loader:
+            models = loader.submit(load_models, self.settings)
+            index = self.index
+            models.result()
+        return Retriever(self.settings, llm=lambda: self.llm, index=index)
 
     @property
     def commands(self) -> CommandResolver:

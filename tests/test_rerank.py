@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from codeqa.core.config import Settings
+from codeqa.indexing.embeddings import get_embedder
 from codeqa.search import rerank
 from codeqa.search.rerank import (
     QUERY_TOKENS,
@@ -20,6 +21,7 @@ from codeqa.search.rerank import (
     rerank_definitions,
 )
 from codeqa.search.results import Definition, FileHit
+from codeqa.services import Services
 
 QUERY = "Cart total ignores the discount code when the cart has more than one item"
 DOCS = [
@@ -122,6 +124,38 @@ def test_get_reranker_shares_one_instance_per_model(tmp_path):
     first = get_reranker(Settings(data_dir=tmp_path))
     assert get_reranker(Settings(data_dir=tmp_path)) is first
     assert get_reranker(Settings(data_dir=tmp_path, rerank_model=str(tmp_path))) is not first
+
+
+def _own_model(folder: Path) -> str:
+    """A copy of the shipped model under a path of its own: its `get_reranker` instance is new."""
+    folder.mkdir()
+    (folder / "model.onnx").write_bytes(rerank.reranker_model(RERANKER_NAME).path.read_bytes())
+    return str(folder)
+
+
+@pytest.mark.integration
+def test_the_search_services_load_the_reranker_before_the_first_question(tmp_path):
+    on = Settings(data_dir=tmp_path, rerank_model=_own_model(tmp_path / "on"))
+    off = Settings(
+        data_dir=tmp_path, rerank_model=_own_model(tmp_path / "off"), rerank=False, rerank_chat=False
+    )
+    for settings in (on, off):
+        with Services(settings) as services:
+            assert services.retriever.embedder is get_embedder(settings, threads=1)
+    assert get_reranker(on)._session is not None  # loaded with the retriever, beside the index
+    assert get_reranker(off)._session is None  # reranking is off: never loaded
+
+
+@pytest.mark.integration
+def test_loading_a_model_that_cannot_load_leaves_it_to_status(tmp_path):
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not a model")
+    reranker = CrossEncoderReranker(str(broken))
+    reranker.load()
+    assert not reranker.status().available and "cannot be loaded" in reranker.status().reason
+    missing = CrossEncoderReranker(str(tmp_path / "nowhere"))
+    missing.load()
+    assert not missing.status().available
 
 
 @pytest.mark.integration

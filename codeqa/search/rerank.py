@@ -122,6 +122,15 @@ class CrossEncoderReranker:
                 self._status = RerankStatus(False, str(exc))
         return self._status
 
+    def load(self) -> None:
+        """Load the model now, so that no question waits for it; one that cannot load is left
+        to `status()` to report, as a search would."""
+        if self.status().available:
+            try:
+                self._load()
+            except RerankUnavailable:
+                pass
+
     def score(self, query: str, documents: list[str]) -> list[float]:
         """One relevance logit per document, in input order (higher is more relevant)."""
         if len(documents) > self.max_documents:

@@ -69,6 +69,7 @@ from codeqa.store.schema import ROW_IDENTITY, ROW_TABLES, SYMBOL_TABLES
 
 if TYPE_CHECKING:
     from codeqa.core.records import RepoInfo
+    from codeqa.indexing.embeddings import Embedder
     from codeqa.llm.client import LLMClient
 
 HOLDER_CACHE_SECONDS = 2.0  # how stale "being re-indexed" may be, to keep a lock read off most searches
@@ -111,6 +112,20 @@ class _Stages:
             self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - start) * 1000
 
 
+def load_models(settings: Settings, threads: int | None = 1) -> Embedder:
+    """Load the models a search uses: the embedder `Retriever(settings, threads=threads)` embeds
+    questions with, and the reranker where searches rerank by default. Both are loaded once per
+    process (`get_embedder`, `get_reranker`), so a face may call this early, on another thread:
+    `Services.retriever` does while LanceDB imports (most of a one-shot `codeqa search`)."""
+    embedder = get_embedder(settings, threads=threads)
+    embedder.embed(["warm up"])
+    if settings.rerank or settings.rerank_chat:
+        from codeqa.search.rerank import get_reranker
+
+        get_reranker(settings).load()
+    return embedder
+
+
 class Retriever:
     """Loads the embedder, LLM client and reranker once; `search()` is safe to call from threads.
 
@@ -141,8 +156,7 @@ class Retriever:
         self.structure = structure
         self.symbol_ranker = symbol_ranker or default_symbol_ranker()
         self.index = index if index is not None else Index.connect(settings)  # services.Services shares one
-        self.embedder = get_embedder(settings, threads=threads)
-        self.embedder.embed(["warm up"])  # load the model now, not inside the first query's timing
+        self.embedder = load_models(settings, threads)  # now, not inside the first query's timing
         self._llm = llm
         self._lock = threading.Lock()
         self._holders: dict[tuple[str, str], tuple[float, lease.LockHolder | None]] = {}
