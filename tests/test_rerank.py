@@ -34,6 +34,13 @@ DOCS = [
 ]
 
 
+def _own_model(folder: Path) -> str:
+    """A copy of the shipped model under a path of its own: its `get_reranker` instance is new."""
+    folder.mkdir()
+    (folder / "model.onnx").write_bytes(rerank.reranker_model(RERANKER_NAME).path.read_bytes())
+    return str(folder)
+
+
 @pytest.fixture(scope="module")
 def reranker() -> CrossEncoderReranker:
     return CrossEncoderReranker(RERANKER_NAME)
@@ -92,10 +99,7 @@ def test_concurrent_first_use_agrees():
 
 @pytest.mark.integration
 def test_a_users_own_model_folder_runs(tmp_path):
-    folder = tmp_path / "my-reranker"
-    folder.mkdir()
-    (folder / "model.onnx").write_bytes(rerank.reranker_model(RERANKER_NAME).path.read_bytes())
-    own = CrossEncoderReranker(str(folder))
+    own = CrossEncoderReranker(_own_model(tmp_path / "my-reranker"))
     assert own.status().reason == "cross-encoder my-reranker"
     assert own.score(QUERY, DOCS) == pytest.approx(CrossEncoderReranker(RERANKER_NAME).score(QUERY, DOCS))
 
@@ -126,19 +130,10 @@ def test_get_reranker_shares_one_instance_per_model(tmp_path):
     assert get_reranker(Settings(data_dir=tmp_path, rerank_model=str(tmp_path))) is not first
 
 
-def _own_model(folder: Path) -> str:
-    """A copy of the shipped model under a path of its own: its `get_reranker` instance is new."""
-    folder.mkdir()
-    (folder / "model.onnx").write_bytes(rerank.reranker_model(RERANKER_NAME).path.read_bytes())
-    return str(folder)
-
-
 @pytest.mark.integration
 def test_the_search_services_load_the_reranker_before_the_first_question(tmp_path):
     on = Settings(data_dir=tmp_path, rerank_model=_own_model(tmp_path / "on"))
-    off = Settings(
-        data_dir=tmp_path, rerank_model=_own_model(tmp_path / "off"), rerank=False, rerank_chat=False
-    )
+    off = Settings(data_dir=tmp_path, rerank_model=_own_model(tmp_path / "off"), rerank=False, rerank_chat=False)
     for settings in (on, off):
         with Services(settings) as services:
             assert services.retriever.embedder is get_embedder(settings, threads=1)
