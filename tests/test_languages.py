@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
+from pathlib import PurePosixPath
+
 import pytest
 
 from codeqa.parsing import languages
@@ -16,7 +19,10 @@ from codeqa.parsing.languages import (
     LANGUAGES,
     ROLES,
     SOURCE_EXTENSIONS,
+    NamePatterns,
+    file_name,
     file_role,
+    file_suffix,
     language_family,
     language_for,
 )
@@ -231,3 +237,27 @@ def test_text_formats_do_not_claim_a_source_extension() -> None:
     assert not set(claimed) & set(SOURCE_EXTENSIONS) and not set(TEXT_FORMATS) & set(LANGUAGES)
     assert OTHER_LANGUAGE not in TEXT_FORMATS and OTHER_LANGUAGE not in LANGUAGES
     assert {".yaml", ".toml", ".sql", ".tf", ".proto"} <= set(INDEXED_EXTENSIONS)
+
+
+def test_name_patterns_answer_as_fnmatch_does_the_first_match_winning() -> None:
+    patterns = (
+        ("dockerfile", "exact"),
+        ("dockerfile.*", "glob"),
+        ("*.env.example", "suffix"),
+        (".env*", "prefix"),
+        ("[ab]?.x", "class"),
+        ("*", "any"),
+    )
+    table = NamePatterns(patterns)
+    names = ["dockerfile", "dockerfile.dev", "dockerfiles", "x.env.example", ".env.example", ".envrc", "a1.x",
+             "c1.x", "ab.x", "", "readme"]
+    for name in names:
+        assert table.first(name) == next((value for pattern, value in patterns if fnmatchcase(name, pattern)), None)
+    assert NamePatterns(patterns[:2]).first("readme") is None
+    assert NamePatterns(()).first("readme") is None
+
+
+@pytest.mark.parametrize("path", ["x.py", "a/b/c.tar.gz", ".bashrc", "a/.env.local", "a.", "..x", "dir.d/noext",
+                                  "Makefile", "a/b/C.H"])
+def test_file_name_and_suffix_are_pathlibs(path: str) -> None:
+    assert (file_name(path), file_suffix(path)) == (PurePosixPath(path).name, PurePosixPath(path).suffix)

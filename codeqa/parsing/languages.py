@@ -14,9 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
+from fnmatch import fnmatchcase, translate
 from functools import lru_cache
-from pathlib import PurePosixPath
 from types import MappingProxyType
 from typing import Any
 
@@ -839,13 +838,49 @@ VCS_FILES = frozenset(
 
 _CODE_LANGUAGE_BY_EXTENSION = {ext: spec.name for spec in LANGUAGES.values() for ext in spec.extensions}
 _TEXT_FORMAT_BY_EXTENSION = {ext: fmt.name for fmt in TEXT_FORMATS.values() for ext in fmt.extensions}
+
+
+class NamePatterns:
+    """Shell-style file-name patterns (fnmatch's), tried in order: the first that matches wins.
+    One regular expression for them all, not one `fnmatchcase` each: the walk asks for every
+    file (~40 patterns a file were most of a walk of Django's sdist)."""
+
+    def __init__(self, patterns: tuple[tuple[str, str], ...]) -> None:
+        self._values = [value for _, value in patterns]
+        alternatives = "|".join(f"(?P<p{i}>{translate(pattern)})" for i, (pattern, _) in enumerate(patterns))
+        self._regex = re.compile(alternatives) if patterns else None
+
+    def first(self, name: str) -> str | None:
+        """The value of the first pattern `name` matches (case-sensitive), else None."""
+        found = self._regex.match(name) if self._regex is not None else None
+        return self._values[int(found.lastgroup[1:])] if found and found.lastgroup else None
+
+
+def file_name(path: str) -> str:
+    """The last part of a repo-relative POSIX path (`PurePosixPath(path).name`, without the object)."""
+    return path.rsplit("/", 1)[-1]
+
+
+def file_suffix(path: str) -> str:
+    """A path's extension with its dot, as written (`PurePosixPath(path).suffix`): `.gz` for
+    `a.tar.gz`, nothing for `.bashrc` or `a.`."""
+    name = file_name(path)
+    dot = name.rfind(".")
+    return name[dot:] if 0 < dot < len(name) - 1 else ""
+
+
 # Name patterns before extensions (`CMakeLists.txt` is CMake, not a text document).
-_LANGUAGE_BY_NAME = tuple((pattern, fmt.name) for fmt in TEXT_FORMATS.values() for pattern in fmt.file_names) + tuple(
-    (pattern, spec.name) for spec in LANGUAGES.values() for pattern in spec.file_names
+_LANGUAGE_BY_NAME = NamePatterns(
+    tuple((pattern, fmt.name) for fmt in TEXT_FORMATS.values() for pattern in fmt.file_names)
+    + tuple((pattern, spec.name) for spec in LANGUAGES.values() for pattern in spec.file_names)
 )
 _LANGUAGE_BY_INTERPRETER = {name: spec.name for spec in LANGUAGES.values() for name in spec.interpreters}
 _SHEBANG_RE = re.compile(r"#!\s*\S*/(?:env\s+(?:-\S+\s+)*)?([\w.+-]+)")
-_SECRET_EXAMPLES = tuple(p for fmt in TEXT_FORMATS.values() for p in fmt.file_names if p.startswith(".env"))
+# Secrets by name, but not their shared examples (`.env.example`): the first pattern decides.
+_SECRETS = NamePatterns(
+    tuple((p, "example") for fmt in TEXT_FORMATS.values() for p in fmt.file_names if p.startswith(".env"))
+    + tuple((p, "secret") for p in SECRET_NAMES)
+)
 # Every extension tree-sitter parses, and every extension known by name (other files are
 # indexed too, as `other`).
 SOURCE_EXTENSIONS = tuple(_CODE_LANGUAGE_BY_EXTENSION)
@@ -856,19 +891,18 @@ CONSTRUCTOR_CALLS = frozenset().union(*(spec.constructor_names | spec.factory_na
 
 def code_language(path: str) -> str | None:
     """The tree-sitter language of a file, by extension; None for files that are not parsed."""
-    return _CODE_LANGUAGE_BY_EXTENSION.get(PurePosixPath(path).suffix.lower())
+    return _CODE_LANGUAGE_BY_EXTENSION.get(file_suffix(path).lower())
 
 
 def language_for(path: str) -> str | None:
     """The language a file is indexed as, by its name: a format or language its name or
     extension says (`Dockerfile`, `x.yaml`, `README`, `x.rs`), else None: then its content
     decides (`language_from_content`)."""
-    pure = PurePosixPath(path)
-    name = pure.name.lower()
-    for pattern, language in _LANGUAGE_BY_NAME:
-        if fnmatchcase(name, pattern):
-            return language
-    suffix = pure.suffix.lower()
+    name = file_name(path).lower()
+    language = _LANGUAGE_BY_NAME.first(name)
+    if language is not None:
+        return language
+    suffix = file_suffix(path).lower()
     if suffix in DOC_EXTENSIONS:
         return DOC_EXTENSIONS[suffix]
     if not suffix and name in DOC_NAMES:
@@ -879,16 +913,16 @@ def language_for(path: str) -> str | None:
 def needs_content(path: str) -> bool:
     """Whether a file's language depends on its head: a script without an extension (its
     `#!` line), or an extension two languages share (`.h`)."""
-    pure = PurePosixPath(path)
-    if pure.suffix.lower() in SHARED_EXTENSIONS:
+    suffix = file_suffix(path)
+    if suffix.lower() in SHARED_EXTENSIONS:
         return True
-    return language_for(path) is None and not pure.suffix
+    return language_for(path) is None and not suffix
 
 
 def language_from_content(path: str, head: str, neighbours: frozenset[str] = frozenset()) -> str:
     """The language of a file its name leaves open, from its first bytes (`head`) and the
     extensions of the other files in its directory (`neighbours`, lowercase, with dots)."""
-    shared = SHARED_EXTENSIONS.get(PurePosixPath(path).suffix.lower())
+    shared = SHARED_EXTENSIONS.get(file_suffix(path).lower())
     if shared is not None:
         return _shared_language(shared, head, neighbours)
     shebang = _SHEBANG_RE.match(head)
@@ -914,10 +948,7 @@ def _shared_language(shared: SharedExtension, head: str, neighbours: frozenset[s
 
 def is_secret(path: str) -> bool:
     """Whether a file holds credentials by its name (`.env`, `id_rsa`, `*.pem`): never indexed."""
-    name = PurePosixPath(path).name.lower()
-    if any(fnmatchcase(name, pattern) for pattern in _SECRET_EXAMPLES):
-        return False
-    return any(fnmatchcase(name, pattern) for pattern in SECRET_NAMES)
+    return _SECRETS.first(file_name(path).lower()) == "secret"
 
 
 def section_format(language: str) -> TextFormat | None:
@@ -1144,7 +1175,7 @@ def current_role(stored: str, path: str) -> str:
 @lru_cache(maxsize=65536)
 def _path_role(path: str) -> str:
     """What the path alone says (search asks this for every candidate, so it is memoised)."""
-    cased_name = path.rsplit("/", 1)[-1]
+    cased_name = file_name(path)
     *dirs, name = path.lower().split("/")
     for rule in ROLE_RULES:
         if (

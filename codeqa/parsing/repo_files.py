@@ -41,7 +41,7 @@ import os
 import stat
 from collections import Counter
 from dataclasses import dataclass, field, fields
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import pathspec
 
@@ -53,6 +53,8 @@ from codeqa.parsing.languages import (
     VCS_FILES,
     VENDORED_DIRS,
     VENDORED_MARKERS,
+    file_name,
+    file_suffix,
     is_secret,
     language_for,
     language_from_content,
@@ -289,7 +291,7 @@ def _looks_minified(rel_path: str, data: bytes) -> bool:
     A single long line alone is not enough: real modules embed a long template or
     table line (seen in transformers and sympy) and must stay indexed.
     """
-    if ".min." in PurePosixPath(rel_path).name.lower():
+    if ".min." in file_name(rel_path).lower():
         return True
     if len(data) < MINIFIED_MIN_BYTES:
         return False
@@ -363,7 +365,7 @@ class _Walker:
             self.report.skip("unreadable", rel_dir.rstrip("/") or ".")
             return []
         subdirs = []
-        neighbours = frozenset(PurePosixPath(entry.name).suffix.lower() for entry in entries)
+        neighbours = frozenset(file_suffix(entry.name).lower() for entry in entries)
         for entry in entries:
             rel_path = rel_dir + entry.name
             if not is_valid_unicode(entry.name):  # the index, the UI and the API all speak UTF-8
@@ -411,7 +413,7 @@ class _Walker:
             return "ignored"
         if entry.is_symlink():
             return _symlink_reason(entry, self.root_str)
-        if PurePosixPath(rel_path).suffix.lower() in BINARY_EXTENSIONS:
+        if file_suffix(rel_path).lower() in BINARY_EXTENSIONS:
             return "binary"
         if is_secret(rel_path):
             return "secret"
@@ -486,7 +488,7 @@ class ChangeFilter:
             return not _is_vendored_dir(name, abs_path) and not _is_ignored(rel_path, True, layers)
         if name in (".gitignore", IGNORE_FILE):
             return True
-        if _is_ignored(rel_path, False, layers) or PurePosixPath(name).suffix.lower() in BINARY_EXTENSIONS:
+        if _is_ignored(rel_path, False, layers) or file_suffix(name).lower() in BINARY_EXTENSIONS:
             return False
         return not is_secret(rel_path) and name not in VCS_FILES
 
