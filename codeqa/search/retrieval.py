@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar, get_args
 
 import numpy as np
@@ -112,11 +113,14 @@ class _Stages:
             self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - start) * 1000
 
 
+@lru_cache(maxsize=16)
 def load_models(settings: Settings, threads: int | None = 1) -> Embedder:
     """Load the models a search uses: the embedder `Retriever(settings, threads=threads)` embeds
-    questions with, and the reranker where searches rerank by default. Both are loaded once per
-    process (`get_embedder`, `get_reranker`), so a face may call this early, on another thread:
-    `Services.retriever` does while LanceDB imports (most of a one-shot `codeqa search`)."""
+    questions with, and the reranker where searches rerank by default. Once per process and
+    settings (the models themselves are shared: `get_embedder`, `get_reranker`), so a face may call
+    this early, on another thread, and the `Retriever` it builds then finds them loaded (no second
+    warm-up query to an embedding server): `Services.retriever` does, while LanceDB imports (most
+    of a one-shot `codeqa search`)."""
     embedder = get_embedder(settings, threads=threads)
     embedder.embed(["warm up"])
     if settings.rerank or settings.rerank_chat:
