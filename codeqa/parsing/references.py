@@ -248,6 +248,49 @@ class Use:
         return asdict(self)
 
 
+class _Named:
+    """The definitions of one name in one language family, sorted once into what sites ask for:
+    a busy name (`get`, `__init__`) has thousands of definitions in a large repo and is asked for
+    at thousands of sites, so filtering its list at each site was most of a re-resolution."""
+
+    __slots__ = ("callables", "instantiable", "types", "values", "_callables_by_class", "_values_by_class")
+
+    def __init__(self, symbols: list[SymbolInfo]) -> None:
+        self.callables = [s for s in symbols if s.kind in CALLABLE_KINDS]
+        self.instantiable = [s for s in symbols if s.kind in INSTANTIABLE_KINDS]
+        self.types = [s for s in symbols if s.kind not in _NOT_TYPES]
+        self.values = [s for s in symbols if s.kind in VALUE_KINDS]
+        self._callables_by_class = _by_class(self.callables)
+        self._values_by_class = _by_class(self.values)
+
+    def callables_of(self, classes: set[str]) -> list[SymbolInfo]:
+        """The callables whose class (by simple name) is one of `classes`, in their order."""
+        return _of_classes(self._callables_by_class, classes)
+
+    def values_of(self, owner: str) -> list[SymbolInfo]:
+        """The values whose class (or other container, by simple name) is `owner`."""
+        return [symbol for _, symbol in self._values_by_class.get(owner, ())]
+
+
+def _by_class(symbols: list[SymbolInfo]) -> dict[str, list[tuple[int, SymbolInfo]]]:
+    """Symbols with a parent by the parent's simple name, each with its position in `symbols`."""
+    grouped: dict[str, list[tuple[int, SymbolInfo]]] = defaultdict(list)
+    for position, symbol in enumerate(symbols):
+        if symbol.parent:
+            grouped[_simple(symbol.parent)].append((position, symbol))
+    return grouped
+
+
+def _of_classes(grouped: dict[str, list[tuple[int, SymbolInfo]]], classes: set[str]) -> list[SymbolInfo]:
+    found = [entry for name in classes for entry in grouped.get(name, ())]
+    if len(classes) > 1:
+        found.sort(key=lambda entry: entry[0])
+    return [symbol for _, symbol in found]
+
+
+_NO_DEFINITIONS = _Named([])
+
+
 class Resolver:
     """Resolves the reference sites of one file at a time against the repo's definitions and types:
     built once from every definition and every file's bindings, then fed files one by one, so a
@@ -256,11 +299,19 @@ class Resolver:
     def __init__(self, symbols: Iterable[SymbolInfo], files: Iterable[FileParse]) -> None:
         symbols = list(symbols)
         self.types = _Types(symbols, files)
-        self.by_name: dict[tuple[str, str], list[SymbolInfo]] = defaultdict(list)
-        self.by_qualified: dict[tuple[str, str], SymbolInfo] = {}
+        self._by_name: dict[tuple[str, str], list[SymbolInfo]] = defaultdict(list)
         for symbol in symbols:
-            self.by_name[(language_family(symbol.language), symbol.name)].append(symbol)
-            self.by_qualified.setdefault((symbol.file_path, symbol.qualified_name), symbol)
+            self._by_name[(language_family(symbol.language), symbol.name)].append(symbol)
+        self._named: dict[tuple[str, str], _Named] = {}  # filled as sites ask for names
+
+    def named(self, fam: str, name: str) -> _Named:
+        """The definitions of `name` in the family `fam`."""
+        key = (fam, name)
+        found = self._named.get(key)
+        if found is None:
+            symbols = self._by_name.get(key)
+            found = self._named[key] = _Named(symbols) if symbols else _NO_DEFINITIONS
+        return found
 
     def uses_in(self, parse: FileParse) -> list[tuple[str, Use]]:
         """(definition id, use) for every site of the file that resolves or name-matches."""
@@ -273,9 +324,8 @@ class Resolver:
         for site in parse.references:
             key = (site.name, site.kind, site.qualifier, site.enclosing)
             if key not in resolved:
-                caller = self.by_qualified.get((file.file_path, site.enclosing or ""))
                 own_class = self.types.class_around(file.file_path, site.enclosing)
-                resolved[key] = _resolve_site(site, file, fam, self.by_name, self.types, caller, own_class)
+                resolved[key] = _resolve_site(site, file, fam, self, own_class)
             for target, kind, how in resolved[key]:
                 found.append(
                     (target.id, Use(file.file_path, site.line, site.column, site.text, kind, how, site.enclosing or ""))
@@ -303,81 +353,69 @@ def use_order(use: Use) -> tuple[str, int, int, str]:
 
 
 def _resolve_site(
-    site: Reference,
-    file: _CitingFile,
-    fam: str,
-    by_name: dict[tuple[str, str], list[SymbolInfo]],
-    types: _Types,
-    caller: SymbolInfo | None,
-    own_class: str | None,
+    site: Reference, file: _CitingFile, fam: str, resolver: Resolver, own_class: str | None
 ) -> list[tuple[SymbolInfo, str, str]]:
     """The (definition, use kind, resolution) triples one reference site stands for."""
     found: list[tuple[SymbolInfo, str, str]] = []
-    candidates = by_name.get((fam, site.name), [])
+    named = resolver.named(fam, site.name)
+    types = resolver.types
     qualifier = site.qualifier
     if site.kind == "call":
         self_like = qualifier in file.spec.self_names or qualifier in file.spec.super_names
         if site.name in CONSTRUCTOR_CALLS and qualifier and not self_like:
             # `Foo::new()` / `Foo.__init__()` instantiate Foo as well as calling the constructor.
-            classes = [s for s in by_name.get((fam, qualifier.split(".")[-1]), []) if s.kind in INSTANTIABLE_KINDS]
+            classes = resolver.named(fam, qualifier.split(".")[-1]).instantiable
             found += _pick(classes, "new", site, file, own_class)
-        methods = [s for s in candidates if s.kind in CALLABLE_KINDS]
         if qualifier:
-            found += _method_call(methods, site, file, fam, types, own_class)
-            classes = [s for s in candidates if s.kind in INSTANTIABLE_KINDS]
-            found += [(s, "new", how) for s, _, how in _module_call(classes, site, file, types)]
+            found += _method_call(named, site, file, fam, types, own_class)
+            found += [(s, "new", how) for s, _, how in _module_call(named.instantiable, site, file, types)]
         else:
-            found += _pick(_narrow_call(methods, site.enclosing, own_class), "call", site, file, own_class)
-            classes = [s for s in candidates if s.kind in INSTANTIABLE_KINDS]
-            found += _pick(classes, "new", site, file, own_class)
+            found += _pick(_narrow_call(named.callables, site.enclosing, own_class), "call", site, file, own_class)
+            found += _pick(named.instantiable, "new", site, file, own_class)
     elif site.kind == "new":
-        classes = [s for s in candidates if s.kind not in _NOT_TYPES]
-        found += _pick(classes, "new", site, file, own_class)
+        found += _pick(named.types, "new", site, file, own_class)
     elif site.kind == "read":
-        found += _value_read([s for s in candidates if s.kind in VALUE_KINDS], site, file, types, own_class)
+        found += _value_read(named, site, file, types, own_class)
     else:
-        kinds = [s for s in candidates if s.kind not in _NOT_TYPES]
-        found += _pick(kinds, "type", site, file, own_class)
+        found += _pick(named.types, "type", site, file, own_class)
     return found
 
 
 def _method_call(
-    methods: list[SymbolInfo], site: Reference, file: _CitingFile, fam: str, types: _Types, own_class: str | None
+    named: _Named, site: Reference, file: _CitingFile, fam: str, types: _Types, own_class: str | None
 ) -> list[tuple[SymbolInfo, str, str]]:
     """`qualifier.m()`: the methods the qualifier is known to reach, else name matches."""
-    if not methods:
+    if not named.callables:
         return []
     qualifier = site.qualifier or ""
     receiver, how = types.receiver(fam, file, qualifier, site.enclosing, own_class)
     if receiver is not None:
         lineage = types.lineage(fam, receiver)
         for level in lineage:
-            reached = [m for m in methods if m.parent and _simple(m.parent) in level]
+            reached = named.callables_of(level)
             if reached:  # of the classes of that name, the file's own or imported one
                 return [(m, "call", how) for m in _narrow(reached, file)]
         if not any((fam, t) in types.interfaces for level in lineage for t in level):
             return []  # a known receiver whose type has no such method here: an external one
         # An interface without the method among its definitions: its implementers decide.
-    last = qualifier.split(".")[-1]
-    owned = [m for m in methods if m.parent and _simple(m.parent) == last]
+    owned = named.callables_of({qualifier.split(".")[-1]})
     if owned:  # `Cart.m()`, `Cart::m()`: the qualifier names the class
         return [(m, "call", "qualified") for m in _narrow(owned, file)]
-    return _module_call(methods, site, file, types)
+    return _module_call(named.callables, site, file, types)
 
 
 def _value_read(
-    values: list[SymbolInfo], site: Reference, file: _CitingFile, types: _Types, own_class: str | None
+    named: _Named, site: Reference, file: _CitingFile, types: _Types, own_class: str | None
 ) -> list[tuple[SymbolInfo, str, str]]:
     """A value read: a bare `NAME` as a bare call is narrowed (the scope's own, the file's, an
     imported one, ...); `Type.NAME` / `Type::NAME` a value of the type it names; `module.NAME`
     an imported module's (nothing for a receiver of unknown type)."""
     if not site.qualifier:
-        return _pick(_narrow_call(values, site.enclosing, own_class), "read", site, file, own_class)
-    owner = site.qualifier.split(".")[-1]
-    owned = [v for v in values if v.parent and _simple(v.parent) == owner]
+        return _pick(_narrow_call(named.values, site.enclosing, own_class), "read", site, file, own_class)
+    owned = named.values_of(site.qualifier.split(".")[-1])
     if owned:
         return [(v, "read", "qualified") for v in _narrow(owned, file)]
-    return _module_call([v for v in values if v.parent is None], site, file, types)
+    return _module_call([v for v in named.values if v.parent is None], site, file, types)
 
 
 def _module_call(
