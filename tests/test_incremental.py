@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -118,6 +119,43 @@ def test_incremental_equals_clean_index(settings, sample_copy, tmp_path):
     cart = [r for r in snapshot(settings, "s")["classes"].values()
             if r["file_path"] == "shop/models.py" and r["qualified_name"] == "Cart"][0]
     assert any(u["caller"] == "empty_cart" for u in cart["references"])
+
+
+DEMO_ADD = '    cart.add(Product("A1", "Apple", 50), 3)\n'
+EDITS = {  # of shop/models.py: (the edit, whether stored uses are patched rather than re-resolved)
+    "a use added": (lambda text: text.replace(DEMO_ADD, DEMO_ADD * 2), True),
+    "a use removed": (lambda text: text.replace(DEMO_ADD, ""), True),
+    "every line moved": (lambda text: "# A comment moves every definition (and its id) a line down.\n" + text, True),
+    "a function added": (lambda text: text + "\n\ndef owner_of(cart):\n    return cart.add(Product('C3', 'Cake', 9))\n", True),
+    "a result type added": (lambda text: text + "\n\ndef empty_cart() -> Cart:\n    return Cart('nobody')\n", False),
+    "a base changed": (lambda text: text.replace("class Cart:", "class Cart(Product):"), False),
+}
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_an_edit_patches_stored_uses_as_a_clean_index_resolves_them(
+    settings, sample_copy, tmp_path, monkeypatch, caplog, edit
+):
+    """A definition's uses are patched (the changed file's old uses out, its new ones in) where
+    the edit kept the file's definitions and types, its lists cut short included; they equal a
+    clean index's either way."""
+    from codeqa.indexing import reference_updates
+
+    monkeypatch.setattr(reference_updates, "MAX_STORED_REFERENCES", 2)  # most lists are cut
+    change, patched = EDITS[edit]
+    index_repo(sample_copy, settings, name="s", progress=False)
+    models = sample_copy / "shop" / "models.py"
+    models.write_text(change(models.read_text()))
+    with caplog.at_level(logging.DEBUG, logger="codeqa.index"):
+        run = index_repo(sample_copy, settings, name="s", progress=False)
+    assert ("references: patched" in caplog.text) == patched
+    assert run.references_updated > 0
+    rows = snapshot(settings, "s")
+    assert run.references == sum(row["reference_count"] for kind in ("methods", "classes") for row in rows[kind].values())
+
+    clean = settings.__class__(data_dir=tmp_path / "clean")
+    index_repo(sample_copy, clean, name="s", progress=False)
+    assert_same_rows(rows, snapshot(clean, "s"))
 
 
 def test_files_are_read_only_when_size_or_mtime_changed(settings, sample_copy):

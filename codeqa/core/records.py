@@ -59,6 +59,17 @@ class SymbolInfo:
     parent: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class StoredUses:
+    """A definition's uses as its row keeps them: the first `MAX_STORED_REFERENCES` (resolved
+    ones first; each a `references.Use` as a dict), how many resolve in all, and a digest of
+    both ("" for none) that tells whether the row must be rewritten."""
+
+    references: list[dict]
+    count: int
+    digest: str
+
+
 _REFERENCE_FIELDS = tuple(f.name for f in fields(Reference))
 
 

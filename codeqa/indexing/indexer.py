@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from functools import partial
@@ -25,25 +24,21 @@ import numpy as np
 
 from codeqa.core.config import Settings
 from codeqa.core.errors import CodeQAError
-from codeqa.core.records import FileParse, RepoInfo, RepoStats
+from codeqa.core.records import RepoInfo, RepoStats
 from codeqa.indexing.embeddings import Embedder, EmbeddingError
 from codeqa.indexing.executors import index_embedder, open_parsers
 from codeqa.indexing.file_rows import FileRows, text_fallback_notice
 from codeqa.indexing.index_plan import IndexPlan, plan_index
 from codeqa.indexing.progress import Progress, StageListener
+from codeqa.indexing.reference_updates import ChangedFiles, update_references
 from codeqa.indexing.vectors import embedding_batches, reuse_vectors
-from codeqa.parsing.languages import (
-    CONSTRUCTOR_CALLS,
-    table_of,
-)
-from codeqa.parsing.references import Resolver, Use, is_resolved, use_order
 from codeqa.parsing.repo_files import ReadFile, WalkReport, repo_root, walk_repo
 from codeqa.store import registry
 from codeqa.store.connection import connect
 from codeqa.store.create_tables import RepoTables
 from codeqa.store.errors import IndexStoreError, ModelMismatchError
 from codeqa.store.lease import IndexBusyError, RepoLock
-from codeqa.store.schema import INDEX_VERSION, MAX_STORED_REFERENCES, ROW_TABLES
+from codeqa.store.schema import INDEX_VERSION, ROW_TABLES
 
 if TYPE_CHECKING:
     import lancedb
@@ -131,6 +126,10 @@ def _stage(report: IndexReport, name: str) -> Iterator[None]:
 
 
 # --- The run -----------------------------------------------------------------------------------
+
+
+# A run that changes more files than this (and a fifth of the repo) re-resolves every name.
+FULL_RESOLUTION_FILES = 2000
 
 
 def resolve_repo_name(db, root: Path, requested: str | None) -> str:
@@ -298,15 +297,12 @@ def _index_locked(
     interrupted = repo.info.references_pending
     if plan.writes and not staging:
         registry.save_repo(db, replace(repo.info, references_pending=True))
-    # What the changed files used to define and use, read before they are replaced: the names
-    # whose uses this run re-resolves. Past a share of the repo, every name is re-resolved instead.
+    # What the changed files used to define and use, and their definitions' uses, read before
+    # they are replaced: what this run's references start from. Past a share of the repo, every
+    # name is re-resolved instead.
     changed = {f.path for f in plan.to_write} | set(plan.delete)
     only_touched = not interrupted and len(changed) <= max(FULL_RESOLUTION_FILES, len(manifest) // 5)
-    before = (
-        [parse for chunk in repo.parses(paths=sorted(changed & set(manifest))) for parse in chunk]
-        if only_touched
-        else []
-    )
+    before = ChangedFiles.read(repo, changed, manifest) if only_touched else None
     _write_files(
         repo,
         plan.to_write,
@@ -326,9 +322,7 @@ def _index_locked(
         repo.delete_files(plan.delete)
     on_progress(REFERENCES, 0, 0)
     with _stage(report, "references"):
-        report.references, report.references_updated = update_references(
-            repo, changed if only_touched else None, before
-        )
+        report.references, report.references_updated = update_references(repo, before)
     with _stage(report, "optimize"):
         repo.finish()
 
@@ -461,111 +455,3 @@ def _write_batch(repo: RepoTables, parsed: list[FileRows], lock: RepoLock, embed
         repo.add_files([p.manifest for p in parsed], rows)
     else:
         repo.replace_files([p.manifest for p in parsed], rows)
-
-
-def _names_touched(parses: Iterable[FileParse]) -> set[str]:
-    """Names defined or used (incl. `Foo` of `Foo::new()`) in these files' parse results."""
-    names: set[str] = set()
-    for parse in parses:
-        names.update(symbol.name for symbol in parse.symbols)
-        for reference in parse.references:
-            names.add(reference.name)
-            if reference.qualifier and reference.name in CONSTRUCTOR_CALLS:
-                names.add(reference.qualifier)
-    return names
-
-
-class _UsesOf:
-    """One definition's uses as they stream in, in any order: how many resolve and in all, and
-    the first MAX_STORED_REFERENCES of each kind in `use_order` (what its row keeps)."""
-
-    __slots__ = ("resolved", "matches", "count", "total")
-
-    def __init__(self) -> None:
-        self.resolved: list[Use] = []
-        self.matches: list[Use] = []
-        self.count = 0
-        self.total = 0
-
-    def add(self, use: Use) -> None:
-        self.total += 1
-        kept = self.resolved if is_resolved(use.resolution) else self.matches
-        self.count += kept is self.resolved
-        kept.append(use)
-        if len(kept) > 2 * MAX_STORED_REFERENCES:  # amortised: sort and cut now and then
-            kept.sort(key=use_order)
-            del kept[MAX_STORED_REFERENCES:]
-
-    def stored(self) -> list[dict]:
-        """Resolved uses first, then name matches (kept for readers, not counted), each in order."""
-        ordered = sorted(self.resolved, key=use_order) + sorted(self.matches, key=use_order)
-        return [use.to_row() for use in ordered[:MAX_STORED_REFERENCES]]
-
-
-# Past this many touched names a re-resolution reads every file rather than filter by each name.
-MAX_FILTERED_NAMES = 500
-# A run that changes more files than this (and a fifth of the repo) re-resolves every name.
-FULL_RESOLUTION_FILES = 2000
-# Rows of new references written at a time: a million-definition repo's would fill gigabytes at once.
-REFERENCE_WRITE_ROWS = 10_000
-
-
-def update_references(repo: RepoTables, changed: set[str] | None, before: list[FileParse]) -> tuple[int, int]:
-    """Re-resolve the references a change can affect; rewrite only rows whose uses changed.
-
-    A definition's uses depend only on sites with its name, the definitions sharing that name
-    and the citing files' imports — all unchanged unless its name is defined or used in a
-    changed file (`before`: the changed files' old parse results). So only those names are
-    re-resolved, from the files that mention them; `changed=None` re-resolves everything (after an
-    interrupted run). The files' parse results stream past a chunk at a time: the resolver holds
-    the definitions and types, not the references. Returns (total uses, rows updated)."""
-    symbols = repo.symbol_infos()
-    resolver = Resolver(symbols, repo.binding_parses())
-    targets = symbols
-    touched: set[str] | None = None
-    chunks = repo.parses()
-    if changed is not None:
-        touched = _names_touched([*before, *(parse for chunk in repo.parses(paths=sorted(changed)) for parse in chunk)])
-        targets = [s for s in symbols if s.name in touched]
-        if len(touched) <= MAX_FILTERED_NAMES:
-            chunks = repo.parses(mentioning=sorted(touched))
-    uses: dict[str, _UsesOf] = {}
-    for chunk in chunks:
-        for parse in chunk:
-            if touched is not None:
-                parse = replace(
-                    parse,
-                    references=tuple(
-                        r
-                        for r in parse.references
-                        if r.name in touched or (r.name in CONSTRUCTOR_CALLS and r.qualifier in touched)
-                    ),
-                )
-            for target, use in resolver.uses_in(parse):
-                uses.setdefault(target, _UsesOf()).add(use)
-    del resolver
-    stored = repo.stored_reference_hashes()
-    updates: dict[str, list[dict]] = {"methods": [], "classes": []}
-    updated = 0
-    for symbol in targets:
-        found = uses.pop(symbol.id, None)  # each is read once: free it as its row is made
-        kept = found.stored() if found else []
-        count, total = (found.count, found.total) if found else (0, 0)
-        digest = hashlib.sha1(json.dumps([count, total, kept], sort_keys=True).encode()).hexdigest() if found else ""
-        if stored.get(symbol.id, digest) != digest:
-            table = table_of(symbol.kind)
-            updates[table].append(
-                {"id": symbol.id, "references": kept, "reference_count": count, "references_hash": digest}
-            )
-            if len(updates[table]) >= REFERENCE_WRITE_ROWS:
-                updated += _flush_references(repo, table, updates)
-    for table in updates:
-        updated += _flush_references(repo, table, updates)
-    return repo.total_references(), updated
-
-
-def _flush_references(repo: RepoTables, table: str, updates: dict[str, list[dict]]) -> int:
-    """Write one table's pending reference updates; how many rows they were."""
-    rows, updates[table] = updates[table], []
-    repo.update_references(table, rows)
-    return len(rows)

@@ -158,6 +158,11 @@ class _Types:
                         self.fields[(fam, owner, head)].add(binding.type)  # a declared field
         self.repo_names = frozenset(names)
 
+    def facts(self) -> tuple:
+        """What the files told about types, to compare (not the kinds of their definitions,
+        which only their own sites read)."""
+        return (self.classes, self.interfaces, self.bases, self.fields, self.returns, self.package_vars)
+
     def class_around(self, file_path: str, scope: str | None) -> str | None:
         """The simple name of the innermost class-like definition enclosing `scope` (itself included)."""
         while scope:
@@ -347,9 +352,17 @@ def resolve_references(symbols: Iterable[SymbolInfo], files: Iterable[FileParse]
     return dict(uses)
 
 
-def use_order(use: Use) -> tuple[str, int, int, str]:
-    """The order uses are listed in: by file, line, column and kind."""
-    return (use.file_path, use.line, use.column, use.kind)
+def use_order(use: Use) -> tuple[str, int, int, str, str, str, str]:
+    """The order uses are listed in: by file, line, column and kind (then the rest, so that
+    equal keys are equal uses and any two lists of the same uses sort alike)."""
+    return (use.file_path, use.line, use.column, use.kind, use.resolution, use.caller, use.text)
+
+
+def same_types(before: FileParse, after: FileParse) -> bool:
+    """Whether an edit left what a file tells the repo about types as it was: its classes and
+    interfaces, their bases and fields, its functions' results, its package variables. Then a
+    site in another file resolves as it did."""
+    return _Types(before.symbols, [before]).facts() == _Types(after.symbols, [after]).facts()
 
 
 def _resolve_site(

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from codeqa.core.records import FileParse, FileState, ManifestEntry, RepoInfo, SymbolInfo
+from codeqa.core.records import FileParse, FileState, ManifestEntry, RepoInfo, StoredUses, SymbolInfo
 from codeqa.parsing.languages import DOC_KIND, MODULE_KIND
 from codeqa.store import filters
 from codeqa.store.connection import open_or_create_table, table_names
@@ -237,6 +237,17 @@ class RepoTables:
         for table in self.symbol_tables:
             data = _scan(table, ["id", "references_hash"])
             out.update(zip(data["id"].to_pylist(), data["references_hash"].to_pylist(), strict=False))
+        return out
+
+    def stored_uses(self, ids: Sequence[str] = (), paths: Sequence[str] = ()) -> dict[str, StoredUses]:
+        """The stored uses of the definitions with these ids and of those in these files, by id."""
+        wheres = [filters.is_in("id", chunk) for chunk in _chunks(list(ids), DELETE_CHUNK)]
+        wheres += [filters.is_in("file_path", chunk) for chunk in _chunks(list(paths), DELETE_CHUNK)]
+        out: dict[str, StoredUses] = {}
+        for table in self.symbol_tables:
+            for where in wheres:
+                for row in _scan(table, ["id", "references", "reference_count", "references_hash"], where).to_pylist():
+                    out[row["id"]] = StoredUses(row["references"], row["reference_count"], row["references_hash"])
         return out
 
     def total_references(self) -> int:
