@@ -13,6 +13,7 @@ against the winner's rows). `lease.py` keeps to one run per repo on top of that.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import fields
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -121,9 +122,11 @@ class RepoTables:
     def symbol_infos(self) -> list[SymbolInfo]:
         """Every definition references can point at (no docs sections, no declarations): what
         `FileParse.symbols` holds, read from the definition tables' columns, not the manifest's JSON."""
-        columns = ["id", "file_path", "language", "kind", "name", "qualified_name", "parent"]
+        columns = [f.name for f in fields(SymbolInfo)]
         where = filters.all_of(filters.not_equals("kind", DOC_KIND), filters.negate(filters.is_true("declaration")))
-        return [SymbolInfo(**row) for table in self.symbol_tables for row in _scan(table, columns, where).to_pylist()]
+        found = [_scan(table, columns, where) for table in self.symbol_tables]
+        # Column by column: a million definitions' rows as dicts first took a third longer.
+        return [SymbolInfo(*row) for data in found for row in zip(*(data[c].to_pylist() for c in columns), strict=True)]
 
     def _scan_batches(self, columns: list[str], where: Where | None, chunk_rows: int) -> Iterator[list[dict]]:
         query = self.files.search().select(columns).limit(None)
