@@ -233,7 +233,8 @@ def holds_current_files(root: str | Path, settings: Settings, db: lancedb.DBConn
     walked_at = time.time_ns()
     walked = walk_repo(repo_root(root), settings.max_file_bytes)
     tables = RepoTables(db, info)
-    plan = plan_index(walked.files, tables.file_states(), tables.stored_file_paths(), walked.read, walked_at)
+    # Not pending: the last run finished writing, so no rows lack a manifest entry (see _index_locked).
+    plan = plan_index(walked.files, tables.file_states(), set(), walked.read, walked_at)
     return not plan.writes
 
 
@@ -278,7 +279,10 @@ def _index_locked(
 
     with _stage(report, "plan"):
         manifest = previous.file_states() if previous else {}
-        stored = previous.stored_file_paths() if previous else set()
+        # Rows without a manifest entry are left only by a run that stopped after writing rows,
+        # and every run that writes flags the repo `references_pending` first: only then look.
+        pending = previous is not None and previous.info.references_pending
+        stored = previous.stored_file_paths() if previous and pending else set()
         plan = plan_index(walked.files, manifest, stored, walked.read, walked_at)
     _report_plan(report, plan, walked)
     notice = text_fallback_notice({file.path: file.language for file in plan.to_write})
