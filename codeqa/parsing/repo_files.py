@@ -248,6 +248,9 @@ def _read_patterns(path: str) -> list[str]:
         return []
 
 
+_IGNORE_FILES = frozenset({".gitignore", IGNORE_FILE})
+
+
 def _layer_for(abs_dir: str, rel_dir: str, is_root: bool) -> _IgnoreLayer | None:
     """One directory's ignore patterns: `.gitignore`, then `.codeqaignore` (later lines win)."""
     lines = _read_patterns(os.path.join(abs_dir, ".gitignore")) + _read_patterns(os.path.join(abs_dir, IGNORE_FILE))
@@ -346,11 +349,7 @@ class _Walker:
     def run(self) -> WalkReport:
         stack: list[tuple[str, str, tuple[_IgnoreLayer, ...]]] = [(self.root_str, "", ())]
         while stack:
-            abs_dir, rel_dir, layers = stack.pop()
-            layer = _layer_for(abs_dir, rel_dir, is_root=not rel_dir)
-            if layer is not None:
-                layers = (*layers, layer)
-            stack.extend(self._scan_dir(abs_dir, rel_dir, layers))
+            stack.extend(self._scan_dir(*stack.pop()))
         self.report.files.sort(key=lambda source: source.path)
         return self.report
 
@@ -364,6 +363,12 @@ class _Walker:
         except OSError:
             self.report.skip("unreadable", rel_dir.rstrip("/") or ".")
             return []
+        # Only a folder with an ignore file has patterns of its own (the root: git's exclude
+        # too): trying to open both in every folder was a fifth of a walk of eight copies of django/.
+        if not rel_dir or any(entry.name in _IGNORE_FILES for entry in entries):
+            layer = _layer_for(abs_dir, rel_dir, is_root=not rel_dir)
+            if layer is not None:
+                layers = (*layers, layer)
         subdirs = []
         neighbours = frozenset(file_suffix(entry.name).lower() for entry in entries)
         for entry in entries:
@@ -486,7 +491,7 @@ class ChangeFilter:
         abs_path = os.path.join(self.root, rel_path)
         if os.path.isdir(abs_path):
             return not _is_vendored_dir(name, abs_path) and not _is_ignored(rel_path, True, layers)
-        if name in (".gitignore", IGNORE_FILE):
+        if name in _IGNORE_FILES:
             return True
         if _is_ignored(rel_path, False, layers) or file_suffix(name).lower() in BINARY_EXTENSIONS:
             return False
