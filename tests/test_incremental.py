@@ -158,6 +158,28 @@ def test_an_edit_patches_stored_uses_as_a_clean_index_resolves_them(
     assert_same_rows(rows, snapshot(clean, "s"))
 
 
+def test_a_class_redefined_keeps_the_uses_that_name_it_by_its_path(settings, tmp_path):
+    """`crate::a::Foo::new()` in another file uses `Foo`: re-resolving `Foo` after an edit of
+    its file reads that file too, though it never writes `Foo` alone."""
+    repo = tmp_path / "crate"
+    (repo / "src").mkdir(parents=True)
+    a, b = repo / "src" / "a.rs", repo / "src" / "b.rs"
+    a.write_text("pub struct Foo;\nimpl Foo {\n    pub fn new() -> Foo { Foo }\n}\n")
+    b.write_text("pub fn make() {\n    let _ = crate::a::Foo::new();\n}\n")
+    index_repo(repo, settings, name="c", progress=False)
+    a.write_text(a.read_text() + "pub mod other {\n    pub struct Foo;\n}\n")  # a second Foo
+    index_repo(repo, settings, name="c", progress=False)
+
+    clean = settings.__class__(data_dir=tmp_path / "clean")
+    index_repo(repo, clean, name="c", progress=False)
+    rows = snapshot(settings, "c")
+    assert_same_rows(rows, snapshot(clean, "c"))
+    structs = [r for r in rows["classes"].values() if r["kind"] == "struct"]
+    assert [[(u["file_path"], u["kind"]) for u in r["references"] if u["file_path"] == "src/b.rs"] for r in structs] == [
+        [("src/b.rs", "new")]
+    ] * 2
+
+
 def test_files_are_read_only_when_size_or_mtime_changed(settings, sample_copy):
     first = index_repo(sample_copy, settings, name="s", progress=False)
     files = sum(first.files_by_language.values())

@@ -27,7 +27,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from codeqa.core.records import FileParse, StoredUses, SymbolInfo
+from codeqa.core.records import FileParse, Reference, StoredUses, SymbolInfo
 from codeqa.parsing.languages import CONSTRUCTOR_CALLS, table_of
 from codeqa.parsing.references import Resolver, Use, is_resolved, same_types, use_order
 from codeqa.store.create_tables import RepoTables
@@ -101,9 +101,16 @@ def _names_touched(parses: Iterable[FileParse]) -> set[str]:
         names.update(symbol.name for symbol in parse.symbols)
         for reference in parse.references:
             names.add(reference.name)
-            if reference.qualifier and reference.name in CONSTRUCTOR_CALLS:
-                names.add(reference.qualifier)
+            names.add(_constructed(reference))
+    names.discard("")
     return names
+
+
+def _constructed(reference: Reference) -> str:
+    """The class a constructor call names (`Foo` of `Foo::new()`, `a.Foo.__init__()`), else ""."""
+    if reference.qualifier and reference.name in CONSTRUCTOR_CALLS:
+        return reference.qualifier.split(".")[-1]
+    return ""
 
 
 def _names_to_resolve_again(changed: ChangedFiles, after: list[FileParse], touched: set[str]) -> set[str]:
@@ -212,11 +219,7 @@ def _resolve(resolver: Resolver, chunks: Iterable[list[FileParse]], names: set[s
             if names is not None:
                 parse = replace(
                     parse,
-                    references=tuple(
-                        r
-                        for r in parse.references
-                        if r.name in names or (r.name in CONSTRUCTOR_CALLS and r.qualifier in names)
-                    ),
+                    references=tuple(r for r in parse.references if r.name in names or _constructed(r) in names),
                 )
             for target, use in resolver.uses_in(parse):
                 uses.setdefault(target, _UsesOf()).add(use)

@@ -99,13 +99,14 @@ class RepoTables:
     ) -> Iterator[list[FileParse]]:
         """The parse results the manifest keeps, a chunk of files at a time (a large repo's are
         hundreds of MB, never all in memory at once): of every file, of `paths`, or of the files
-        whose parse results hold one of the names `mentioning` (defined, used or imported)."""
+        whose parse results hold one of the names `mentioning` (defined, used or imported, or
+        last in a dotted name: `crate.a.Foo` of `crate::a::Foo::new()` mentions `Foo`)."""
         wheres: list[Where | None]
         if paths is not None:
             wheres = [filters.is_in("file_path", part) for part in _chunks(list(paths), DELETE_CHUNK)]
         elif mentioning is not None:
             wheres = [
-                filters.any_of(filters.contains("parsed", f'"{name}"') for name in part)
+                filters.any_of(filters.contains("parsed", f'{lead}{name}"') for name in part for lead in '".')
                 for part in _chunks(list(mentioning), DELETE_CHUNK)
             ]
         else:
