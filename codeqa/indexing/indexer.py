@@ -30,7 +30,7 @@ from codeqa.indexing.executors import index_embedder, open_parsers
 from codeqa.indexing.file_rows import FileRows, text_fallback_notice
 from codeqa.indexing.index_plan import IndexPlan, plan_index
 from codeqa.indexing.progress import Progress, StageListener
-from codeqa.indexing.reference_updates import ChangedFiles, update_references
+from codeqa.indexing.reference_updates import ChangedFiles, carry_uses, update_references
 from codeqa.indexing.vectors import embedding_batches, reuse_vectors
 from codeqa.parsing.repo_files import ReadFile, WalkReport, repo_root, walk_repo
 from codeqa.store import registry
@@ -38,7 +38,7 @@ from codeqa.store.connection import connect
 from codeqa.store.create_tables import RepoTables
 from codeqa.store.errors import IndexStoreError, ModelMismatchError
 from codeqa.store.lease import IndexBusyError, RepoLock
-from codeqa.store.schema import INDEX_VERSION, ROW_TABLES
+from codeqa.store.schema import INDEX_VERSION, ROW_TABLES, SYMBOL_TABLES
 
 if TYPE_CHECKING:
     import lancedb
@@ -318,6 +318,7 @@ def _index_locked(
         lock,
         partial(on_progress, PARSING),
         new_tables=previous is None,
+        before=before,
     )
     if plan.restat:
         with _stage(report, "write"):
@@ -415,11 +416,13 @@ def _write_files(
     lock: RepoLock,
     listener: StageListener,
     new_tables: bool,
+    before: ChangedFiles | None,
 ) -> None:
     """Parse and write the files that changed, a batch at a time (while the lock is ours), the
     parsing on every core, or a cluster's (`executors.open_parsers`). Rows whose text is
-    unchanged keep their vector; the others get theirs in `fill_vectors`. Into `new_tables`
-    (this run's new generation) each batch is appended: no file has rows there yet."""
+    unchanged keep their vector; the others get theirs in `fill_vectors`; definitions still
+    there keep their uses (`before`) until the references stage. Into `new_tables` (this run's
+    new generation) each batch is appended: no file has rows there yet."""
     bar = Progress("Parsing", len(todo), "file", progress, listener)
     size = settings.write_batch
     batches = [todo[start : start + size] for start in range(0, len(todo), size)]
@@ -442,15 +445,23 @@ def _write_files(
                 if embedder.inline:
                     report.embedded += sum(len(rows) for one in parsed for rows in one.rows.values())
                 with _stage(report, "write"):
-                    _write_batch(repo, parsed, lock, embedded=embedder.inline, new_files=new_tables)
+                    _write_batch(repo, parsed, lock, before, embedded=embedder.inline, new_files=new_tables)
     finally:
         bar.close()
 
 
-def _write_batch(repo: RepoTables, parsed: list[FileRows], lock: RepoLock, embedded: bool, new_files: bool) -> None:
+def _write_batch(
+    repo: RepoTables,
+    parsed: list[FileRows],
+    lock: RepoLock,
+    before: ChangedFiles | None,
+    embedded: bool,
+    new_files: bool,
+) -> None:
     """One atomic write of a batch's rows; rows not `embedded` while parsed keep the vectors the
     rows they replace had for the same text (the rest get theirs in `fill_vectors`)."""
     rows = {name: [r for p in parsed for r in p.rows[name]] for name in ROW_TABLES}
+    carry_uses(before, [p.manifest.parse for p in parsed], [r for name in SYMBOL_TABLES for r in rows[name]])
     if not embedded and not new_files:
         paths = [p.manifest.file_path for p in parsed]
         reuse_vectors([r for t in rows.values() for r in t], repo.cached_vectors(paths))

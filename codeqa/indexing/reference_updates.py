@@ -62,6 +62,19 @@ class ChangedFiles:
         )
 
 
+def carry_uses(changed: ChangedFiles | None, parses: Sequence[FileParse], rows: Iterable[dict]) -> None:
+    """Give the new rows of changed files (`parses`: their new parse results) the stored uses
+    of the definitions they replace, so that a search during the run still sees where those are
+    used, and an edit that moved no use rewrites none of them afterwards."""
+    if changed is None:
+        return
+    moved = _moved_definitions(changed.parses, parses)
+    carried = {new: changed.uses[old] for new, old in moved.items() if old in changed.uses}
+    for row in rows:
+        if row["id"] in carried:
+            row.update(_columns(carried[row["id"]]))
+
+
 def update_references(repo: RepoTables, changed: ChangedFiles | None) -> tuple[int, int]:
     """Bring the references the change can affect up to date, rewriting only rows whose uses
     changed; `changed=None` re-resolves every name (after an interrupted run). Returns (total
@@ -147,18 +160,18 @@ def _patch(
     """Patch the stored uses of every definition the changed files used or define, but those of
     the names in `redo`; returns the names whose lists could not be patched (to re-resolve)."""
     old, new = _uses_from(resolver, changed.parses), _uses_from(resolver, after)
-    moved = _moved_definitions(changed.parses, after)  # their rows were rewritten, uses and all
+    moved = _moved_definitions(changed.parses, after)  # their rows were rewritten (`carry_uses`)
     ids = {i for i in old.keys() | new.keys() | moved.keys() if i in symbols and symbols[i].name not in redo}
-    stored = repo.stored_uses(ids=sorted(ids - moved.keys()))
-    stored |= {i: changed.uses[moved[i]] for i in ids & moved.keys() if moved[i] in changed.uses}
+    now = repo.stored_uses(ids=sorted(ids))
+    base = now | {i: changed.uses[moved[i]] for i in ids & moved.keys() if moved[i] in changed.uses}
     unsure: set[str] = set()
     rows = []
     for i in sorted(ids):
-        row = stored.get(i)
+        row = base.get(i)
         patched = _patched(row, changed.paths, old.get(i, []), new.get(i, [])) if row else None
-        if row is None or patched is None:
+        if patched is None:
             unsure.add(symbols[i].name)
-        elif patched.digest != ("" if i in moved else row.digest):  # a moved one's row was written without uses
+        elif i not in now or patched.digest != now[i].digest:
             rows.append((symbols[i], patched))
     writes.patched([(symbol, uses) for symbol, uses in rows if symbol.name not in unsure])
     return unsure
@@ -239,6 +252,11 @@ def _stored(count: int, uses: list[Use]) -> StoredUses:
     return StoredUses(references, count, digest)
 
 
+def _columns(row: StoredUses) -> dict:
+    """The columns of a definition's row that keep its uses."""
+    return {"references": row.references, "reference_count": row.count, "references_hash": row.digest}
+
+
 class _UsesOf:
     """One definition's uses as they stream in, in any order: how many resolve, and the first
     MAX_STORED_REFERENCES of each kind in `use_order` (what its row keeps)."""
@@ -284,9 +302,7 @@ class _Writes:
 
     def _add(self, symbol: SymbolInfo, row: StoredUses) -> None:
         table = table_of(symbol.kind)
-        self.pending[table].append(
-            {"id": symbol.id, "references": row.references, "reference_count": row.count, "references_hash": row.digest}
-        )
+        self.pending[table].append({"id": symbol.id, **_columns(row)})
         if len(self.pending[table]) >= REFERENCE_WRITE_ROWS:
             self._flush(table)
 
