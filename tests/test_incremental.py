@@ -201,8 +201,11 @@ def test_an_edited_files_definitions_keep_their_uses_until_the_run_resolves_them
     models.write_text(models.read_text() + "\n# A comment at the end moves no use.\n")
     assert index_repo(sample_copy, settings, name="s", progress=False).references_updated == 0
 
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt
+
     models.write_text(models.read_text() + "\n# Another one.\n")
-    monkeypatch.setattr(indexer, "update_references", lambda *args: (_ for _ in ()).throw(KeyboardInterrupt))
+    monkeypatch.setattr(indexer, "update_references", crash)
     with pytest.raises(KeyboardInterrupt):
         index_repo(sample_copy, settings, name="s", progress=False)
     assert uses(snapshot(settings, "s")) == before  # rows rewritten, references not yet resolved
