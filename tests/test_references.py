@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from codeqa.core.records import FileParse, Reference, SymbolInfo
-from codeqa.parsing.references import MAX_AMBIGUOUS, resolve_references
+from codeqa.core.records import Binding, FileParse, Reference, SymbolInfo
+from codeqa.parsing.references import MAX_AMBIGUOUS, resolve_references, resolves_alike
 
 pytestmark = pytest.mark.unit
 
@@ -91,3 +91,18 @@ def test_values_and_callables_are_never_types() -> None:
     files = [FileParse("b.py", "python", references=(use("Config", kind="type"), use("Config", kind="new"))),
              FileParse("x.c", "c", references=(use("Entry", kind="type"),))]
     assert resolved([constant, macro, struct], files) == {struct.id: {("x.c", "type", "unique")}}
+
+
+def test_an_edit_resolves_alike_when_it_keeps_types_and_the_classes_around_old_sites() -> None:
+    def store(method: str, body: tuple[Reference, ...], returns: str | None = None) -> FileParse:
+        """A Go file of `Store` methods; `Store` itself is declared in another file."""
+        go = "store/methods.go"
+        symbols = (symbol(go, "go", "method", f"Store.{method}", parent="Store"),)
+        bindings = (Binding("returns", method, returns, f"Store.{method}"),) if returns else ()
+        return FileParse(go, "go", symbols=symbols, references=body, bindings=bindings)
+
+    call = (use("Add", qualifier="s", enclosing="Store.Save"),)
+    assert resolves_alike(store("Save", call), store("Save", call + call))  # a body edited
+    assert not resolves_alike(store("Save", call), store("Save", call, returns="Result"))  # a result declared
+    # Renamed, the method no longer tells whose receiver its old sites had.
+    assert not resolves_alike(store("Save", call), store("Persist", ()))

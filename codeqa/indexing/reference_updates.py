@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 from codeqa.core.records import FileParse, Reference, StoredUses, SymbolInfo
 from codeqa.parsing.languages import CONSTRUCTOR_CALLS, table_of
-from codeqa.parsing.references import Resolver, Use, is_resolved, same_types, use_order
+from codeqa.parsing.references import Resolver, Use, is_resolved, resolves_alike, use_order
 from codeqa.store.create_tables import RepoTables
 from codeqa.store.schema import MAX_STORED_REFERENCES
 
@@ -128,13 +128,14 @@ def _constructed(reference: Reference) -> str:
 
 def _names_to_resolve_again(changed: ChangedFiles, after: list[FileParse], touched: set[str]) -> set[str]:
     """The names whose every site must be resolved again: those whose definitions the change
-    added, removed or renamed; all it touched when it added or deleted a file or changed what
-    a file says about types (any site of the repo may resolve differently then)."""
+    added, removed or renamed; all it touched when it added or deleted a file, or changed what a
+    file says about types or the class an old site of it was in (`resolves_alike`: the changed
+    files' old sites are resolved again now, to know which uses they made)."""
     before = {parse.file_path: parse for parse in changed.parses}
     now = {parse.file_path: parse for parse in after}
     if before.keys() != changed.paths or now.keys() != changed.paths:
         return touched
-    if not all(same_types(before[path], now[path]) for path in changed.paths):
+    if not all(resolves_alike(before[path], now[path]) for path in changed.paths):
         return touched
     redefined: set[str] = set()
     for path in changed.paths:

@@ -358,11 +358,16 @@ def use_order(use: Use) -> tuple[str, int, int, str, str, str, str]:
     return (use.file_path, use.line, use.column, use.kind, use.resolution, use.caller, use.text)
 
 
-def same_types(before: FileParse, after: FileParse) -> bool:
-    """Whether an edit left what a file tells the repo about types as it was: its classes and
-    interfaces, their bases and fields, its functions' results, its package variables. Then a
-    site in another file resolves as it did."""
-    return _Types(before.symbols, [before]).facts() == _Types(after.symbols, [after]).facts()
+def resolves_alike(before: FileParse, after: FileParse) -> bool:
+    """Whether sites resolve against a file after an edit as they did before it: the edit left
+    what the file tells the repo about types as it was (its classes and interfaces, their bases
+    and fields, its functions' results, its package variables), and put each of the file's old
+    sites in the class it was in (a renamed Go method no longer says whose receiver it has)."""
+    old, new = _Types(before.symbols, [before]), _Types(after.symbols, [after])
+    scopes = {site.enclosing for site in before.references}
+    return old.facts() == new.facts() and all(
+        old.class_around(before.file_path, scope) == new.class_around(after.file_path, scope) for scope in scopes
+    )
 
 
 def _resolve_site(
