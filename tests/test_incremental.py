@@ -122,12 +122,15 @@ def test_incremental_equals_clean_index(settings, sample_copy, tmp_path):
 
 
 DEMO_ADD = '    cart.add(Product("A1", "Apple", 50), 3)\n'
+EMPTY_CART = "\n\ndef empty_cart() -> Cart:\n    return Cart('nobody')\n"
+EMPTY_TOTAL = "\n\ndef empty_total():\n    return empty_cart().total()\n"
 EDITS = {  # of shop/models.py: (the edit, whether stored uses are patched rather than re-resolved)
     "a use added": (lambda text: text.replace(DEMO_ADD, DEMO_ADD * 2), True),
     "a use removed": (lambda text: text.replace(DEMO_ADD, ""), True),
     "every line moved": (lambda text: "# A comment moves every definition (and its id) a line down.\n" + text, True),
     "a function added": (lambda text: text + "\n\ndef owner_of(cart):\n    return cart.add(Product())\n", True),
-    "a result type added": (lambda text: text + "\n\ndef empty_cart() -> Cart:\n    return Cart('nobody')\n", False),
+    "a result type added": (lambda text: text + EMPTY_CART, True),  # nothing calls it yet
+    "a result type added and read": (lambda text: text + EMPTY_CART + EMPTY_TOTAL, False),
     "a base changed": (lambda text: text.replace("class Cart:", "class Cart(Product):"), False),
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from codeqa.core.records import Binding, FileParse, Reference, SymbolInfo
-from codeqa.parsing.references import MAX_AMBIGUOUS, resolve_references, resolves_alike
+from codeqa.parsing.references import MAX_AMBIGUOUS, changed_calls, resolve_references
 
 pytestmark = pytest.mark.unit
 
@@ -93,16 +93,18 @@ def test_values_and_callables_are_never_types() -> None:
     assert resolved([constant, macro, struct], files) == {struct.id: {("x.c", "type", "unique")}}
 
 
-def test_an_edit_resolves_alike_when_it_keeps_types_and_the_classes_around_old_sites() -> None:
-    def store(method: str, body: tuple[Reference, ...], returns: str | None = None) -> FileParse:
+def test_an_edit_changes_what_calls_mean_or_more() -> None:
+    def store(method: str, body: tuple[Reference, ...], returns: str | None = None, base: bool = False) -> FileParse:
         """A Go file of `Store` methods; `Store` itself is declared in another file."""
         go = "store/methods.go"
         symbols = (symbol(go, "go", "method", f"Store.{method}", parent="Store"),)
         bindings = (Binding("returns", method, returns, f"Store.{method}"),) if returns else ()
+        bindings += (Binding("base", "", "Base", "Store"),) if base else ()
         return FileParse(go, "go", symbols=symbols, references=body, bindings=bindings)
 
     call = (use("Add", qualifier="s", enclosing="Store.Save"),)
-    assert resolves_alike(store("Save", call), store("Save", call + call))  # a body edited
-    assert not resolves_alike(store("Save", call), store("Save", call, returns="Result"))  # a result declared
+    assert changed_calls(store("Save", call), store("Save", call + call)) == frozenset()  # a body edited
+    assert changed_calls(store("Save", call), store("Save", call, returns="Result")) == {"Save"}
+    assert changed_calls(store("Save", call), store("Save", call, base=True)) is None
     # Renamed, the method no longer tells whose receiver its old sites had.
-    assert not resolves_alike(store("Save", call), store("Persist", ()))
+    assert changed_calls(store("Save", call), store("Persist", ())) is None

@@ -7,10 +7,11 @@ others, and there are two ways to bring those up to date:
 
 - **Re-resolve** a name: every site of it in the repo, read from the parse results of the files
   that mention it. Needed when the name's definitions changed (one added, removed or renamed)
-  or when a changed file tells the repo something new about types.
+  or when a changed file tells the repo something new about types that a site reads.
 - **Patch** a definition's stored list: drop the changed files' old uses and add their new ones.
-  Exact when the files' definitions and types are as they were (the edit of a function's body,
-  the usual one): every other site then resolves as before. A list cut at
+  Exact when the files' definitions and types are as they were as far as any site reads them
+  (the edit of a function's body, the usual one; a new function nothing calls yet): every other
+  site then resolves as before. A list cut at
   `MAX_STORED_REFERENCES` is patched only where the cut shows what follows it; otherwise its
   name is re-resolved.
 
@@ -29,7 +30,7 @@ from dataclasses import dataclass, replace
 
 from codeqa.core.records import FileParse, Reference, StoredUses, SymbolInfo
 from codeqa.parsing.languages import CONSTRUCTOR_CALLS, table_of
-from codeqa.parsing.references import Resolver, Use, is_resolved, resolves_alike, use_order
+from codeqa.parsing.references import Resolver, Use, changed_calls, is_resolved, use_order
 from codeqa.store.create_tables import RepoTables
 from codeqa.store.schema import MAX_STORED_REFERENCES
 
@@ -96,7 +97,7 @@ def _update_changed(
     """Patch what can be patched, re-resolve the names that cannot."""
     after = [parse for chunk in repo.parses(paths=sorted(changed.paths)) for parse in chunk]
     touched = _names_touched([*changed.parses, *after])
-    redo = _names_to_resolve_again(changed, after, touched)
+    redo = _names_to_resolve_again(repo, changed, after, touched)
     if redo != touched:
         unsure = _patch(repo, resolver, {s.id: s for s in symbols}, changed, after, redo, writes)
         log.debug("references: patched, %d names redefined, %d lists cut too short", len(redo), len(unsure))
@@ -126,22 +127,40 @@ def _constructed(reference: Reference) -> str:
     return ""
 
 
-def _names_to_resolve_again(changed: ChangedFiles, after: list[FileParse], touched: set[str]) -> set[str]:
+def _names_to_resolve_again(
+    repo: RepoTables, changed: ChangedFiles, after: list[FileParse], touched: set[str]
+) -> set[str]:
     """The names whose every site must be resolved again: those whose definitions the change
     added, removed or renamed; all it touched when it added or deleted a file, or changed what a
-    file says about types or the class an old site of it was in (`resolves_alike`: the changed
-    files' old sites are resolved again now, to know which uses they made)."""
+    file says about types that some site reads, or the class an old site of it was in
+    (`changed_calls`: the changed files' old sites are resolved again now, to know which uses
+    they made)."""
     before = {parse.file_path: parse for parse in changed.parses}
     now = {parse.file_path: parse for parse in after}
     if before.keys() != changed.paths or now.keys() != changed.paths:
         return touched
-    if not all(resolves_alike(before[path], now[path]) for path in changed.paths):
+    calls: set[str] = set()
+    for path in changed.paths:
+        found = changed_calls(before[path], now[path])
+        if found is None:
+            return touched
+        calls |= found
+    # A call's new meaning reaches only sites that make the call or hold its result (a new
+    # function or class nothing calls yet reaches none): a qualifier or a binding's type `k()`
+    # or `k().x`, as the stored JSON spells them.
+    texts = [f'"{name}(){end}' for name in sorted(calls) for end in '".']
+    if texts and (repo.mention(texts) or any(_mentions(parse, texts) for parse in changed.parses)):
         return touched
     redefined: set[str] = set()
     for path in changed.paths:
         old, new = Counter(map(_definition, before[path].symbols)), Counter(map(_definition, now[path].symbols))
         redefined.update(definition[1] for definition in (old - new) + (new - old))
     return redefined
+
+
+def _mentions(parse: FileParse, texts: list[str]) -> bool:
+    stored = parse.to_json() + parse.bindings_json()
+    return any(text in stored for text in texts)
 
 
 def _definition(symbol: SymbolInfo) -> tuple[str, str, str, str | None, str]:

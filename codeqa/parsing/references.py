@@ -158,11 +158,6 @@ class _Types:
                         self.fields[(fam, owner, head)].add(binding.type)  # a declared field
         self.repo_names = frozenset(names)
 
-    def facts(self) -> tuple:
-        """What the files told about types, to compare (not the kinds of their definitions,
-        which only their own sites read)."""
-        return (self.classes, self.interfaces, self.bases, self.fields, self.returns, self.package_vars)
-
     def class_around(self, file_path: str, scope: str | None) -> str | None:
         """The simple name of the innermost class-like definition enclosing `scope` (itself included)."""
         while scope:
@@ -358,16 +353,21 @@ def use_order(use: Use) -> tuple[str, int, int, str, str, str, str]:
     return (use.file_path, use.line, use.column, use.kind, use.resolution, use.caller, use.text)
 
 
-def resolves_alike(before: FileParse, after: FileParse) -> bool:
-    """Whether sites resolve against a file after an edit as they did before it: the edit left
-    what the file tells the repo about types as it was (its classes and interfaces, their bases
-    and fields, its functions' results, its package variables), and put each of the file's old
-    sites in the class it was in (a renamed Go method no longer says whose receiver it has)."""
+def changed_calls(before: FileParse, after: FileParse) -> frozenset[str] | None:
+    """How differently sites resolve against a file after an edit: the names `k` whose call
+    `k()` now stands for another type (a function's declared result changed, a class of that
+    name came or went), which only a site or binding with `k()` in it reads; none when sites
+    resolve alike. None when the edit changed more about types (interfaces, bases, fields,
+    package variables) or put an old site of the file in another class (a renamed Go method no
+    longer tells whose receiver its old sites had)."""
     old, new = _Types(before.symbols, [before]), _Types(after.symbols, [after])
     scopes = {site.enclosing for site in before.references}
-    return old.facts() == new.facts() and all(
-        old.class_around(before.file_path, scope) == new.class_around(after.file_path, scope) for scope in scopes
-    )
+    if any(old.class_around(before.file_path, scope) != new.class_around(after.file_path, scope) for scope in scopes):
+        return None
+    if any(getattr(old, facts) != getattr(new, facts) for facts in ("interfaces", "bases", "fields", "package_vars")):
+        return None
+    results = {key for key in old.returns.keys() | new.returns.keys() if old.returns.get(key) != new.returns.get(key)}
+    return frozenset(name for _, name in (old.classes ^ new.classes) | results)
 
 
 def _resolve_site(

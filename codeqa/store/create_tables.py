@@ -115,6 +115,12 @@ class RepoTables:
             for rows in self._scan_batches(["file_path", "language", "parsed", "bindings"], where, chunk_rows):
                 yield [FileParse.from_json(r["parsed"], r["file_path"], r["language"], r["bindings"]) for r in rows]
 
+    def mention(self, texts: Sequence[str]) -> bool:
+        """Whether any file's parse results (bindings included) hold one of these texts."""
+        columns = ("parsed", "bindings")
+        where = filters.any_of(filters.contains(column, text) for column in columns for text in texts)
+        return self.files.count_rows(where) > 0
+
     def binding_parses(self, chunk_rows: int = 8192) -> Iterator[FileParse]:
         """Every file's bindings alone (what its names hold, its classes' bases), as parse results."""
         for rows in self._scan_batches(["file_path", "language", "bindings"], None, chunk_rows):
