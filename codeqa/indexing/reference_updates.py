@@ -69,7 +69,8 @@ def carry_uses(changed: ChangedFiles | None, parses: Sequence[FileParse], rows: 
     used, and an edit that moved no use rewrites none of them afterwards."""
     if changed is None:
         return
-    moved = _moved_definitions(changed.parses, parses)
+    paths = {parse.file_path for parse in parses}
+    moved = _moved_definitions([parse for parse in changed.parses if parse.file_path in paths], parses)
     carried = {new: changed.uses[old] for new, old in moved.items() if old in changed.uses}
     for row in rows:
         if row["id"] in carried:
