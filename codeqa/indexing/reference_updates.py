@@ -81,6 +81,8 @@ def update_references(repo: RepoTables, changed: ChangedFiles | None) -> tuple[i
     """Bring the references the change can affect up to date, rewriting only rows whose uses
     changed; `changed=None` re-resolves every name (after an interrupted run). Returns (total
     uses, rows updated)."""
+    if changed is not None and not changed.paths:  # a run that wrote nothing moved no use
+        return repo.total_references(), 0
     symbols = repo.symbol_infos()
     resolver = Resolver(symbols, repo.binding_parses())
     writes = _Writes(repo)
