@@ -15,9 +15,10 @@ from codeqa.search.retrieval import DEFINITION_COLUMNS, FTS_BOOSTS, SELECT, Retr
 from codeqa.search.options import SearchOptions
 from codeqa.store import registry
 from codeqa.store.connection import connect
+from codeqa.store.create_tables import RepoTables
 from codeqa.store.index import Index
 from codeqa.store.reader import RepoReader, Scope
-from codeqa.store.resident import Analyzer, ResidentReader, best
+from codeqa.store.resident import Analyzer, Postings, ResidentReader, ResidentTable, best
 from codeqa.store.schema import ROW_TABLES
 
 # Stop words, inflections (parsed/parses/parsing), identifiers, paths, a word of 64 bytes
@@ -36,7 +37,61 @@ SCOPES = [Scope(), Scope(role="test"), Scope(language="python"), Scope(path_pref
 
 
 @pytest.fixture(scope="module")
-def readers(indexed_sample) -> tuple[RepoReader, ResidentReader]:
+def edited_sample(tmp_path_factory) -> tuple[RepoReader, ResidentReader, dict[str, ResidentTable], dict]:
+    """A copy of the sample repo indexed and held in memory, then edited and indexed again, its
+    copies brought up to date: (LanceDB's reader, the reader holding them, the copies before
+    the edit, the copies made after it).
+
+    LanceDB's full-text indexes are then built again: once new rows were folded into them,
+    their BM25 scores are not quite those of indexes built anew over the same rows, which a
+    copy in memory gives (docs/retrieval.md, "Searching from memory")."""
+    import shutil
+
+    from conftest import SAMPLE_REPO
+
+    repo = tmp_path_factory.mktemp("edited") / "sample_repo"
+    shutil.copytree(SAMPLE_REPO, repo, symlinks=True)
+    settings = settings_for(repo.parent / "data")
+    index_repo(repo, settings, name="edited", progress=False)
+    db = connect(settings)
+    resident = ResidentReader(db, registry.get_repo(db, "edited"))
+    resident.load(ROW_TABLES)
+    before = dict(resident._resident)
+
+    models = repo / "shop" / "models.py"  # every definition below the new line moves
+    imports = "from shop.util import log_calls\n"
+    models.write_text(models.read_text().replace(imports, imports + "\nTAX = 2\n"))
+    (repo / "shop" / "json_parser.py").unlink()
+    (repo / "shop" / "refunds.py").write_text(
+        '"""Refunds parsed from a ledger."""\n\nfrom shop.models import Cart\n\n\n'
+        "def refund_total(cart: Cart) -> int:\n"
+        '    """Money back for a returned cart."""\n'
+        "    return cart.total()\n"
+    )
+    index_repo(repo, settings, name="edited", progress=False)
+    info = registry.get_repo(db, "edited")
+    resident.renew(info)
+    resident.load(ROW_TABLES)
+    after = dict(resident._resident)
+
+    tables = RepoTables(db, info)
+    for table in tables.row_tables:
+        for index in table.list_indices():
+            if index.index_type == "FTS":
+                table.drop_index(index.name)
+    tables.finish()
+    resident.renew(info)
+    resident.load(ROW_TABLES)
+    return RepoReader(db, info), resident, before, after
+
+
+@pytest.fixture(scope="module", params=["read whole", "brought up to date"])
+def readers(request, indexed_sample) -> tuple[RepoReader, ResidentReader]:
+    """LanceDB's reader and one holding the same repo: its copies read whole, or made from
+    an earlier version's after an edit (`edited_sample`)."""
+    if request.param == "brought up to date":
+        plain, resident, _, _ = request.getfixturevalue("edited_sample")
+        return plain, resident
     settings, _ = indexed_sample
     db = connect(settings)
     info = registry.get_repo(db, "sample")
@@ -145,6 +200,78 @@ def test_rows_by_name_from_memory_are_lancedbs(readers):
     for scope in SCOPES:
         assert resident.file_rows_named(asked, stem, scope, SELECT, 50) == plain.file_rows_named(asked, stem, scope, SELECT, 50)
     assert resident.file_rows_named([], None, Scope(), SELECT, 50) == []
+
+
+@pytest.mark.integration
+def test_an_edit_brings_the_copies_up_to_date_reading_only_the_rows_it_changed(edited_sample):
+    """After an edit, each copy is made from the one before, reading only the rows the run
+    wrote, and holds what a copy read whole holds: the rows in the table's order, the postings'
+    statistics, the lookups."""
+    plain, resident, before, after = edited_sample
+    for kind in ROW_TABLES:
+        held = after[kind]
+        assert held.version[0] == before[kind].version[0] and held.version[1] > before[kind].version[1]
+        assert 0 < held.rows_read < held.rows.num_rows / 2, kind
+        table = plain.table(kind)
+        table.checkout(held.version[1])
+        whole = ResidentTable.read(table, held.version)
+        table.checkout_latest()
+        assert whole.rows_read == whole.rows.num_rows
+        assert held.rows.equals(whole.rows) and held.keys.equals(whole.keys), kind
+        assert (held.by_id, held.by_name) == (whole.by_id, whole.by_name)
+        assert held.by_qualified_name == whole.by_qualified_name
+        assert {path: rows.tolist() for path, rows in held.by_file.items()} == {
+            path: rows.tolist() for path, rows in whole.by_file.items()
+        }
+        for column, postings in whole.postings.items():
+            assert held.postings[column].documents == postings.documents
+            assert np.array_equal(held.postings[column].lengths, postings.lengths)
+            for query in [*QUERIES, "refund_total returned cart money back", "TAX"]:
+                scores = [np.zeros(held.rows.num_rows, dtype=np.float32) for _ in range(2)]
+                held.postings[column].add_scores(query, 1.0, scores[0])
+                postings.add_scores(query, 1.0, scores[1])
+                assert np.array_equal(*scores), (kind, column, query)
+    assert all(resident._resident[kind].rows_read == 0 for kind in ROW_TABLES)  # only the indexes changed
+    assert resident.rows_named("methods", ["refund_total"], [], Scope(), SELECT, 5)[0]["file_path"] == "shop/refunds.py"
+    assert not resident.rows_in_files("methods", ["shop/json_parser.py"], DEFINITION_COLUMNS, 10).num_rows
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_postings_made_from_an_earlier_versions_score_as_postings_built_anew(shuffled):
+    """Rows gone, rows new, terms no row holds any more, and (should a table ever reorder its
+    rows) rows kept in another order."""
+    import random
+
+    import pyarrow as pa
+
+    rng = random.Random(7)
+    words = ["parse", "parsing", "cart", "total", "the", "price", "Refund", "ledger", "x" * 70, "during"]
+    old = [" ".join(rng.choices(words, k=rng.randrange(0, 9))) for _ in range(40)] + ["unique_term here"]
+    kept = [i for i in range(len(old)) if i % 3 and i != len(old) - 1]  # the unique term goes
+    order = kept[:]
+    if shuffled:
+        rng.shuffle(order)
+    new_texts = [" ".join(rng.choices(words + ["fresh_term"], k=rng.randrange(1, 9))) for _ in range(6)]
+    layout = [("old", i) for i in order] + [("new", j) for j in range(len(new_texts))]
+    rng.shuffle(layout)
+    texts = [old[i] if side == "old" else new_texts[i] for side, i in layout]
+    moved = np.full(len(old), -1, dtype=np.int64)
+    for position, (side, i) in enumerate(layout):
+        if side == "old":
+            moved[i] = position
+    positions = np.array([p for p, (side, _) in enumerate(layout) if side == "new"], dtype=np.int64)
+    for stemmed in (False, True):
+        earlier = Postings.of(pa.array(old), Analyzer(stemmed))
+        added = pa.array([new_texts[i] for side, i in layout if side == "new"])
+        updated = earlier.updated(moved, added, positions)
+        anew = Postings.of(pa.array(texts), Analyzer(stemmed))
+        assert updated.documents == anew.documents and np.array_equal(updated.lengths, anew.lengths)
+        for query in ["parse cart", "fresh_term price", "unique_term", "the during", "ledger refund total"]:
+            scores = [np.zeros(len(texts), dtype=np.float32) for _ in range(2)]
+            updated.add_scores(query, 1.0, scores[0])
+            anew.add_scores(query, 1.0, scores[1])
+            assert np.array_equal(*scores), (stemmed, query)
 
 
 @pytest.mark.unit

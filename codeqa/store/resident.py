@@ -3,9 +3,12 @@
 Why: a search asks about ten queries of LanceDB (each row table's BM25 and vector search, the
 whole-file BM25, the best files' definitions), and each costs 5–15 ms on two cores, however few
 rows it returns: ~75 ms of a search that needs ~15 ms of its own work. A repo of up to
-`Settings.resident_rows` rows is therefore read once per table version (Django's 57,861 rows:
-~5 s, in the background, and ~0.25 GB) and searched here, in numpy, from then on: p50 81 → 23 ms
-(docs/benchmarks.md, "Searching from memory").
+`Settings.resident_rows` rows is therefore read once (Django's 57,861 rows: ~5 s, in the
+background, and ~0.25 GB) and searched here, in numpy, from then on: p50 81 → 23 ms
+(docs/benchmarks.md, "Searching from memory"). Each later version of a table (an index run's,
+a watcher's after a save) is made from the copy of the version before: only the rows the run
+wrote are read and tokenized (`ResidentTable.updated`; Django's after a one-file edit: 0.7 s
+instead of 4.6 s read whole).
 
 The answers are LanceDB's own, not an approximation of them: BM25 as lance scores a
 `MultiMatchQuery` (each column's BM25 with k1 1.2 and b 0.75, times its boost; a row's score is
@@ -15,6 +18,9 @@ below dropped; a column's statistics over the rows that hold a term), ties in th
 the table's rows (the whole-file BM25's ties, identical files, may come in another order);
 vectors by exact cosine similarity (LanceDB's HNSW index, above `schema.ANN_MIN_ROWS` rows,
 finds ~0.98 of the same rows). `tests/test_store_resident.py` compares the two on real indexes.
+The scores are those of a full-text index built anew over the rows as they are: once an index
+run has folded new rows into LanceDB's indexes (LanceDB 0.40), its scores differ a little from
+those (docs/retrieval.md, "Searching from memory").
 
 `ResidentReader` is a `RepoReader` whose searches use the copy once it matches the table's
 newest version, and LanceDB until then: the copy of a new version is built in the background
@@ -38,6 +44,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from codeqa.parsing.languages import DOC_KIND, FILE_KIND
+from codeqa.store import filters
+from codeqa.store.filters import NO_VECTOR
 from codeqa.store.reader import RepoReader, Row, Scope
 from codeqa.store.schema import (
     FILE_TEXT_COLUMN,
@@ -84,6 +92,12 @@ WORDS_KEPT = 100_000  # query words whose terms a column remembers
 # and a search makes eight reads. A finished index run is seen at once (`renew`); rows that a
 # run is still writing, within this time.
 VERSION_SECONDS = 0.5
+# A row is rewritten only with a new file, text, lines or uses, or given its vector (the
+# indexer's writes): a row whose key is unchanged is the row a copy holds. A new version whose
+# changed rows are more than UPDATE_SHARE of a table's is read whole instead.
+ROW_KEY = ("id", "file_hash", "text_hash", "references_hash", "start_line", "end_line")
+UPDATE_SHARE = 0.25
+READ_IDS_AT_ONCE = 2000  # ids in one `IN (...)` filter
 
 
 # A build's temporaries peak at a few times its table's tokens: one table at a time per process.
@@ -122,37 +136,66 @@ class Analyzer:
 
 
 class Postings:
-    """BM25 over one text column: for each term, the rows holding it and how often."""
+    """BM25 over one text column: for each term, the rows holding it and how often.
 
-    def __init__(self, texts: pa.ChunkedArray | pa.Array, analyzer: Analyzer) -> None:
+    Held as one entry per (term, row) that holds it, grouped by term: `row` and `count`, a
+    term's entries from `start[term]` to `start[term + 1]` (its rows in any order)."""
+
+    def __init__(
+        self,
+        analyzer: Analyzer,
+        term_ids: dict[str, int],
+        terms: np.ndarray,
+        rows: np.ndarray,
+        counts: np.ndarray,
+        lengths: np.ndarray,
+    ) -> None:
+        """Entries by term (`terms` ascending); `lengths`: each row's indexed tokens."""
         self.analyzer = analyzer
-        texts = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
-        words = pc.utf8_split_whitespace(pc.utf8_lower(texts.fill_null("")))  # "" splits into [""]: dropped below
-        rows = len(words)
-        encoded = pc.dictionary_encode(words.flatten())
-        term_ids: dict[str, int] = {}
-        word_terms = np.array(
-            [
-                -1 if term is None else term_ids.setdefault(term, len(term_ids))
-                for term in analyzer.index_terms(encoded.dictionary.to_pylist())
-            ],
-            dtype=np.int64,
-        )
-        terms = word_terms[encoded.indices.to_numpy()] if len(encoded) else np.empty(0, dtype=np.int64)
-        row_of = np.repeat(np.arange(rows, dtype=np.int64), np.diff(words.offsets.to_numpy()))
-        kept = terms >= 0
-        terms, row_of = terms[kept], row_of[kept]
-        self.rows = rows
-        self.lengths = np.bincount(row_of, minlength=rows).astype(np.float32)
-        # lance's statistics count the rows that hold a term: a file's empty `file_text` is no document
-        self.documents = int(np.count_nonzero(self.lengths))
-        mean_length = float(self.lengths.sum()) / self.documents if self.documents else 1.0
-        self.norm = BM25_K1 * (1 - BM25_B + BM25_B * self.lengths / mean_length)  # each row's length term
-        pairs, counts = np.unique(terms * max(rows, 1) + row_of, return_counts=True)  # sorted: by term, then row
-        self.row = (pairs % max(rows, 1)).astype(np.int32)
-        self.count = counts.astype(np.float32)
-        self.start = np.searchsorted(pairs // max(rows, 1), np.arange(len(term_ids) + 1))
         self.term_ids = term_ids
+        self.rows = len(lengths)
+        self.lengths = lengths
+        # lance's statistics count the rows that hold a term: a file's empty `file_text` is no document
+        self.documents = int(np.count_nonzero(lengths))
+        mean_length = float(lengths.sum()) / self.documents if self.documents else 1.0
+        self.norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths / mean_length)  # each row's length term
+        self.row = rows.astype(np.int32)
+        self.count = counts.astype(np.float32)
+        self.start = np.searchsorted(terms, np.arange(len(term_ids) + 1))
+
+    @classmethod
+    def of(cls, texts: pa.ChunkedArray | pa.Array, analyzer: Analyzer) -> Postings:
+        """The postings of a column's texts, row by row."""
+        term_ids: dict[str, int] = {}
+        terms, rows, counts = _entries(texts, analyzer, term_ids, np.arange(len(texts)), len(texts))
+        lengths = np.bincount(rows, weights=counts, minlength=len(texts)).astype(np.float32)
+        return cls(analyzer, term_ids, terms, rows, counts, lengths)
+
+    def updated(self, moved: np.ndarray, texts: pa.Array, positions: np.ndarray) -> Postings:
+        """These postings for a new version of the column: old row `i` is row `moved[i]` now
+        (-1: gone), and the rows at `positions` are new and hold `texts`: only these are
+        tokenized. The statistics come out as a build of the new version's would make them;
+        only the terms' numbers differ (a term no row holds any more keeps its own). Searches go
+        on reading these postings meanwhile: the new ones share nothing mutable with them."""
+        rows = int(np.count_nonzero(moved >= 0)) + len(positions)
+        analyzer = Analyzer(self.analyzer.stemmed)
+        term_ids = dict(self.term_ids)
+        new_terms, new_rows, new_counts = _entries(texts, analyzer, term_ids, positions, rows)
+        old_rows = moved[self.row]
+        kept = old_rows >= 0
+        old_terms = np.repeat(np.arange(len(self.start) - 1), np.diff(self.start))[kept]
+        at = np.searchsorted(old_terms, new_terms, side="right")  # each new entry among its term's
+        lengths = np.zeros(rows, dtype=np.float32)
+        lengths[moved[moved >= 0]] = self.lengths[moved >= 0]
+        lengths[positions] = np.bincount(new_rows, weights=new_counts, minlength=rows)[positions]
+        return Postings(
+            analyzer,
+            term_ids,
+            np.insert(old_terms, at, new_terms),
+            np.insert(old_rows[kept], at, new_rows),
+            np.insert(self.count[kept], at, new_counts),
+            lengths,
+        )
 
     def add_scores(self, text: str, boost: float, into: np.ndarray) -> None:
         """Each row's BM25 for `text` (its terms as the column's index makes them), times
@@ -163,39 +206,62 @@ class Postings:
             if index is None:
                 continue
             lo, hi = self.start[index], self.start[index + 1]
+            if lo == hi:
+                continue
             rows, counts = self.row[lo:hi], self.count[lo:hi]
             idf = math.log(1 + (self.documents - (hi - lo) + 0.5) / (hi - lo + 0.5))
             scores[rows] += idf * counts * (BM25_K1 + 1) / (counts + self.norm[rows])
         np.maximum(into, boost * scores, out=into)
 
 
-class ResidentTable:
-    """One row table at one version: its held columns, vectors and postings."""
+def _entries(
+    texts: pa.ChunkedArray | pa.Array, analyzer: Analyzer, term_ids: dict[str, int], positions: np.ndarray, rows: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(term, row, count) of each term a text holds, by term, then row: the text at index `i`
+    is row `positions[i]` of `rows`. New terms are numbered in `term_ids`."""
+    texts = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+    words = pc.utf8_split_whitespace(pc.utf8_lower(texts.fill_null("")))  # "" splits into [""]: dropped below
+    encoded = pc.dictionary_encode(words.flatten())
+    word_terms = np.array(
+        [
+            -1 if term is None else term_ids.setdefault(term, len(term_ids))
+            for term in analyzer.index_terms(encoded.dictionary.to_pylist())
+        ],
+        dtype=np.int64,
+    )
+    terms = word_terms[encoded.indices.to_numpy()] if len(encoded) else np.empty(0, dtype=np.int64)
+    row_of = np.repeat(np.asarray(positions, dtype=np.int64), np.diff(words.offsets.to_numpy()))
+    kept = terms >= 0
+    keys, counts = np.unique(terms[kept] * max(rows, 1) + row_of[kept], return_counts=True)
+    return keys // max(rows, 1), keys % max(rows, 1), counts
 
-    def __init__(self, table: Any, version: tuple[str, int]) -> None:
+
+class ResidentTable:
+    """One row table at one version: its held columns, vectors and postings, and each row's key
+    (`ROW_KEY`), by which a later version's copy is made from this one (`updated`)."""
+
+    def __init__(
+        self, version: tuple[str, int], rows: pa.Table, postings: dict[str, Postings], keys: pa.Array, rows_read: int
+    ) -> None:
         self.version = version
-        texts = [*FTS_COLUMNS, *((FILE_TEXT_COLUMN,) if FILE_TEXT_COLUMN in table.schema.names else ())]
-        self.rows: pa.Table = table.search().select(list(HELD_COLUMNS)).limit(None).to_arrow().combine_chunks()
-        # Each text column is read on its own and let go once its postings are built (a whole
-        # file's tokens are most of a table's bytes). Versions are pinned: the rows line up.
-        self.postings: dict[str, Postings] = {}
-        for column in texts:
-            self.postings[column] = Postings(self._read_column(table, column), Analyzer(column in STEMMED_COLUMNS))
-            _release_freed_memory()
-        column = self.rows.column("vector")
+        self.rows = rows
+        self.postings = postings
+        self.keys = keys
+        self.rows_read = rows_read  # from LanceDB, to make this copy
+        column = rows.column("vector")
         vectors = column.chunk(0) if column.num_chunks else pa.array([], column.type)
         self.has_vector = ~vectors.is_null().to_numpy(zero_copy_only=False)
         width = vectors.type.list_size
         self.vectors = vectors.values.to_numpy(zero_copy_only=False).reshape(len(vectors), width)
         norms = np.linalg.norm(self.vectors, axis=1)
         self.inverse_norms = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-        self.implementation = ~self.rows.column("declaration").fill_null(False).to_numpy(zero_copy_only=False)
-        self.kinds = self.rows.column("kind").to_numpy(zero_copy_only=False)
-        self.by_id = {row_id: position for position, row_id in enumerate(self.rows.column("id").to_pylist())}
-        self.by_name = _positions_by(self.rows.column("name").to_pylist())
-        self.by_qualified_name = _positions_by(self.rows.column("qualified_name").to_pylist())
+        self.implementation = ~rows.column("declaration").fill_null(False).to_numpy(zero_copy_only=False)
+        self.kinds = rows.column("kind").to_numpy(zero_copy_only=False)
+        self.by_id = {row_id: position for position, row_id in enumerate(rows.column("id").to_pylist())}
+        self.by_name = _positions_by(rows.column("name").to_pylist())
+        self.by_qualified_name = _positions_by(rows.column("qualified_name").to_pylist())
         self.by_file: dict[str, np.ndarray] = {}
-        paths = self.rows.column("file_path").to_numpy(zero_copy_only=False)
+        paths = rows.column("file_path").to_numpy(zero_copy_only=False)
         order = np.argsort(paths, kind="stable")
         cuts = np.flatnonzero(paths[order][1:] != paths[order][:-1]) + 1
         for group in np.split(order, cuts) if len(order) else []:
@@ -203,11 +269,51 @@ class ResidentTable:
         self._masks: OrderedDict[tuple[Scope, bool], np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
-    def _read_column(self, table: Any, column: str) -> pa.ChunkedArray:
-        read = table.search().select(["id", column]).limit(None).to_arrow()
-        if not read.column("id").equals(self.rows.column("id")):
-            raise RuntimeError(f"{column} was read in another order than the rows")
-        return read.column(column)
+    @classmethod
+    def read(cls, table: Any, version: tuple[str, int]) -> ResidentTable:
+        """The copy of `table` (a handle pinned at `version`), read whole."""
+        keys = _row_keys(table)
+        rows = table.search().select(list(HELD_COLUMNS)).limit(None).to_arrow().combine_chunks()
+        _check_order(rows.column("id"), keys.column("id"), "the rows")
+        # Each text column is read on its own and let go once its postings are built (a whole
+        # file's tokens are most of a table's bytes). Versions are pinned: the rows line up.
+        postings: dict[str, Postings] = {}
+        for column in _text_columns(table):
+            read = table.search().select(["id", column]).limit(None).to_arrow()
+            _check_order(read.column("id"), keys.column("id"), column)
+            postings[column] = Postings.of(read.column(column), Analyzer(column in STEMMED_COLUMNS))
+            del read
+            _release_freed_memory()
+        return cls(version, rows, postings, keys.column("key").combine_chunks(), rows.num_rows)
+
+    def updated(self, table: Any, version: tuple[str, int]) -> ResidentTable | None:
+        """The copy of a later version of this table (`table`, pinned there), made from this one:
+        only the rows whose key is new are read, and only their texts tokenized. None when so
+        much changed that reading it whole costs less (`UPDATE_SHARE`).
+
+        Rows come in the new version's order, as a copy read whole would hold them (ties are
+        broken by it), with the same postings statistics: the two answer alike
+        (tests/test_store_resident.py)."""
+        keys = _row_keys(table)
+        source = pc.index_in(keys.column("key"), value_set=self.keys).fill_null(-1).to_numpy(zero_copy_only=False)
+        added = np.flatnonzero(source < 0)
+        if len(added) > UPDATE_SHARE * len(source):
+            return None
+        texts = _text_columns(table)
+        columns = list(dict.fromkeys([*HELD_COLUMNS, *texts]))
+        fetched = _rows_with_ids(table, keys.column("id").take(pa.array(added)), columns)
+        take = source.copy()
+        take[added] = self.rows.num_rows + np.arange(len(added))
+        combined = pa.concat_tables([self.rows, fetched.select(list(HELD_COLUMNS))])
+        rows = combined.take(pa.array(take, type=pa.int64())).combine_chunks()
+        _check_order(rows.column("id"), keys.column("id"), "the rows")
+        kept = np.flatnonzero(source >= 0)
+        moved = np.full(self.rows.num_rows, -1, dtype=np.int64)
+        moved[source[kept]] = kept
+        postings = {
+            column: held.updated(moved, fetched.column(column), added) for column, held in self.postings.items()
+        }
+        return ResidentTable(version, rows, postings, keys.column("key").combine_chunks(), len(added))
 
     def mask(self, scope: Scope, implementations_only: bool) -> np.ndarray:
         """The rows in `scope` (and not declarations, when asked), as a boolean array."""
@@ -249,6 +355,52 @@ def _positions_by(values: list[str]) -> dict[str, list[int]]:
     for position, value in enumerate(values):
         found.setdefault(value, []).append(position)
     return found
+
+
+def _copy_at(held: ResidentTable | None, table: Any, version: tuple[str, int]) -> ResidentTable:
+    """The copy of `table` (pinned at `version`): `held` brought up to it where that is a copy
+    of an earlier version of the same table, else one read whole."""
+    if held is not None and held.version[0] == version[0]:
+        updated = held.updated(table, version)
+        if updated is not None:
+            return updated
+    return ResidentTable.read(table, version)
+
+
+def _text_columns(table: Any) -> list[str]:
+    return [*FTS_COLUMNS, *((FILE_TEXT_COLUMN,) if FILE_TEXT_COLUMN in table.schema.names else ())]
+
+
+def _row_keys(table: Any) -> pa.Table:
+    """Each row's id and key (its `ROW_KEY` columns and whether it has a vector, joined), in the
+    table's order."""
+    read = table.search().select({**{c: c for c in ROW_KEY}, "no_vector": NO_VECTOR}).limit(None).to_arrow()
+    parts = [read.column(column).cast(pa.string()) for column in (*ROW_KEY, "no_vector")]
+    key = pc.binary_join_element_wise(*parts, "\x1f", null_handling="replace", null_replacement="")
+    return pa.table({"id": read.column("id"), "key": key})
+
+
+def _rows_with_ids(table: Any, ids: pa.Array, columns: list[str]) -> pa.Table:
+    """The rows with these ids, in their order."""
+    wanted = ids.to_pylist()
+    parts = [
+        table.search().where(filters.is_in("id", wanted[start : start + READ_IDS_AT_ONCE])).select(columns)
+        for start in range(0, len(wanted), READ_IDS_AT_ONCE)
+    ]
+    found = pa.concat_tables([part.limit(None).to_arrow() for part in parts]) if parts else _empty(table, columns)
+    at = pc.index_in(ids, value_set=found.column("id"))
+    if at.null_count or found.num_rows != len(ids):
+        raise RuntimeError("rows changed while they were read")
+    return found.take(at)
+
+
+def _empty(table: Any, columns: list[str]) -> pa.Table:
+    return table.schema.empty_table().select(columns)
+
+
+def _check_order(found: pa.ChunkedArray, expected: pa.ChunkedArray, what: str) -> None:
+    if not found.equals(expected):
+        raise RuntimeError(f"{what} were read in another order than the rows' keys")
 
 
 def _release_freed_memory() -> None:
@@ -333,11 +485,13 @@ class ResidentReader(RepoReader):
 
     def _build(self, kind: str, version: tuple[str, int], background: bool = False) -> None:
         started = time.perf_counter()
+        with self._build_lock:
+            held = self._resident.get(kind)
         try:
             with _ONE_BUILD_AT_A_TIME:
                 pinned = self.db.open_table(version[0])  # its own handle, at `version`: searches move the shared one
                 pinned.checkout(version[1])
-                table = ResidentTable(pinned, version)
+                table = _copy_at(held, pinned, version)
         except Exception:  # the copy is an optimisation: LanceDB keeps answering without it
             log.exception("Could not hold %s of %s in memory; searching it in LanceDB", kind, self.info.name)
             table = None
@@ -349,10 +503,11 @@ class ResidentReader(RepoReader):
         _release_freed_memory()
         if table is not None:
             log.info(
-                "%s: %s held in memory (%d rows, %.1f s)",
+                "%s: %s held in memory (%d rows, %d of them read, %.2f s)",
                 self.info.name,
                 kind,
                 table.rows.num_rows,
+                table.rows_read,
                 time.perf_counter() - started,
             )
 
