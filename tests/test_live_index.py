@@ -19,7 +19,9 @@ import pytest
 
 from conftest import ROOT, SAMPLE_REPO, settings_for
 from mcp_client import NO_LLM, mcp_session
-from codeqa.parsing.repo_files import ChangeFilter
+from codeqa.parsing.repo_files import ChangeFilter, walk_repo
+from codeqa.store import registry
+from codeqa.store.connection import connect
 
 BULK_FILES = 500
 DEADLINE = 600  # seconds a wait may take on a busy 2-core box before the test fails
@@ -162,6 +164,11 @@ def test_changes_the_walk_ignores_start_no_run(repo, watcher):
 
     start, report = watcher.next_run(change)
     assert "1 changed path (shop/notes.py): re-indexing" in start and ": 1 added, 0 changed" in report
+    # The run walked again only where things changed, yet counts what a whole walk counts: the
+    # paths that started no run (the png, the log, build/) were looked at too.
+    db = connect(settings_for(watcher.data_dir))
+    skipped = registry.get_repo(db, watcher.name).stats.skipped
+    assert skipped == dict(walk_repo(repo).skipped) and skipped["binary"] >= 1 and skipped["ignored"] >= 1
 
 
 @pytest.mark.integration

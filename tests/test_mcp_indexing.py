@@ -171,6 +171,12 @@ def test_watch_keeps_a_repository_indexed_through_the_tools_live(tmp_path):
             assert time.monotonic() < deadline, "the save never reached the index"
             time.sleep(0.5)
         assert found[0]["location"] == "shop/models.py:67-68"
+        # Later saves: the watcher's runs walk again only where the tree changed
+        (project / "shop" / "promotions").mkdir()
+        (project / "shop" / "promotions" / "coupons.py").write_text("def stack_coupons(a, b):\n    return a + b\n")
+        while not mcp.data("find_symbol", name="stack_coupons", repo="shop")["definitions"]:
+            assert time.monotonic() < deadline, "the second save never reached the index"
+            time.sleep(0.5)
 
 
 # --- Hostile arguments -------------------------------------------------------------------------

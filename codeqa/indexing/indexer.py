@@ -191,10 +191,12 @@ def index_repo(
     wait: float = 0.0,
     embedder: Embedder | None = None,
     on_progress: RunListener = _no_listener,
+    walk: Callable[[], WalkReport] | None = None,
 ) -> IndexReport:
     """Bring the index of `root` up to date and return what was done (in `db`, else a new
     connection to the configured database; with `embedder`, else the configured model: the
-    eval passes one that remembers vectors across commits).
+    eval passes one that remembers vectors across commits; with `walk`, else a whole walk of
+    `root`: a watcher passes its `LiveWalk`, told which paths changed).
 
     One run per repo at a time (`index_lock`): if another run holds the repo's lock, wait up to
     `wait` seconds for it, then `IndexBusyError`. Files parsed and rows embedded are reported
@@ -219,6 +221,7 @@ def index_repo(
             started,
             embedder or index_embedder(settings),
             on_progress,
+            walk or partial(walk_repo, root_path, settings.max_file_bytes),
         )
 
 
@@ -256,6 +259,7 @@ def _index_locked(
     started: float,
     embedder: Embedder,
     on_progress: RunListener,
+    walk: Callable[[], WalkReport],
 ) -> IndexReport:
     """The run itself, under the repo's lock."""
     report = IndexReport(name=name, root=str(root_path))
@@ -264,7 +268,7 @@ def _index_locked(
         registry.drop_other_generations(db, existing)  # what an interrupted rebuild left
     walked_at = time.time_ns()
     with _stage(report, "walk"):
-        walked = walk_repo(root_path, settings.max_file_bytes)
+        walked = walk()
     if existing and not rebuild and existing.index_version != INDEX_VERSION:
         report.notices.append(
             f"{name} was indexed by another version of CodeQA (index format "

@@ -41,7 +41,7 @@ from codeqa.indexing.indexer import (
     IndexReport,
     index_repo,
 )
-from codeqa.indexing.live_index import change_bursts
+from codeqa.indexing.live_index import PendingWalk, change_bursts
 from codeqa.store import lease
 from codeqa.store.lease import IndexBusyError
 
@@ -195,6 +195,7 @@ class IndexJobs:
         self._ids = itertools.count(1)
         self._slot = threading.Semaphore(1)
         self._watchers: dict[str, threading.Event] = {}  # repo name → its watcher's stop event
+        self._trees: dict[str, PendingWalk] = {}  # repo name → what its watcher saw change
         self._closed = threading.Event()
 
     # --- asking ---------------------------------------------------------------------------------
@@ -261,6 +262,7 @@ class IndexJobs:
         with self._lock:
             self._jobs.pop(name, None)
             stop = self._watchers.pop(name, None)
+            self._trees.pop(name, None)
         if stop is not None:
             stop.set()
 
@@ -312,7 +314,10 @@ class IndexJobs:
             self.watch(job.status.name, Path(job.status.root))
 
     def _run_once(self, job: _Job) -> IndexReport:
-        """One index run, once this process's slot and the repo's lock are free."""
+        """One index run, once this process's slot and the repo's lock are free. A watched
+        repo's refresh walks again only where its watcher saw changes; any other run, whole."""
+        tree = self._trees.get(job.status.name)
+        walk = None if tree is None else tree.walk if job.status.kind == "refresh" else tree.walk_whole
         while True:
             with self._running(job):
                 try:
@@ -323,6 +328,7 @@ class IndexJobs:
                         progress=False,
                         db=self.db,
                         on_progress=job.on_progress,
+                        walk=walk,
                     )
                 except IndexBusyError:  # another process's run: wait for it outside the slot
                     holder = lease.holder(self.db, job.status.name)
@@ -353,12 +359,17 @@ class IndexJobs:
             if name in self._watchers or self._closed.is_set():
                 return
             stop = self._watchers[name] = threading.Event()
-        threading.Thread(target=self._watch, args=(name, root, stop), name=f"codeqa-watch-{name}", daemon=True).start()
+            tree = self._trees[name] = PendingWalk(root, self.settings.max_file_bytes)
+        threading.Thread(
+            target=self._watch, args=(name, root, stop, tree), name=f"codeqa-watch-{name}", daemon=True
+        ).start()
 
-    def _watch(self, name: str, root: Path, stop: threading.Event) -> None:
+    def _watch(self, name: str, root: Path, stop: threading.Event, tree: PendingWalk) -> None:
         try:
-            for _ in change_bursts(root, name, stop):
-                self.start(root, name, "refresh")
+            for burst in change_bursts(root, name, stop):
+                tree.add(burst.every)
+                if burst.relevant:
+                    self.start(root, name, "refresh")
         except Exception as exc:  # the folder went away, too many folders to watch, ...: log it, serve on
             problem = user_error(exc)
             if problem is None:
@@ -369,3 +380,4 @@ class IndexJobs:
             with self._lock:
                 if self._watchers.get(name) is stop:
                     del self._watchers[name]
+                    self._trees.pop(name, None)

@@ -7,8 +7,11 @@ are grouped until the tree has been quiet for `QUIET_MS` (at most `MAX_BATCH_MS`
 `git checkout` rewriting 500 files re-indexes once, and events during a run start the next one.
 Changes the walk would skip anyway (`.git/`, ignored and vendored trees, unsupported files:
 `repo_files.ChangeFilter`) start no run. Each run is the ordinary incremental `index_repo`,
-which re-reads only what changed; readers (the web app, the MCP server) open the tables'
-newest version on every query, so they see it as soon as it is written, without a restart.
+which re-reads only what changed, and walks again only the folders where something changed
+(`repo_files.LiveWalk`: every path that changed since the last run, relevant or not, is looked
+at; the whole tree every `FULL_WALK_SECONDS`, in case the OS dropped events); readers (the web
+app, the MCP server) open the tables' newest version on every query, so they see it as soon as
+it is written, without a restart.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +28,7 @@ from watchfiles import Change
 
 from codeqa.core.config import Settings
 from codeqa.indexing.indexer import IndexReport, index_repo
-from codeqa.parsing.repo_files import ChangeFilter, RepoPathError
+from codeqa.parsing.repo_files import ChangeFilter, LiveWalk, RepoPathError, WalkReport, repo_root
 
 if TYPE_CHECKING:
     import lancedb
@@ -35,15 +39,52 @@ MAX_BATCH_MS = 15_000  # ... or after this long, for a tree that never stops cha
 CHECK_MS = 2_000  # with no events, how often to check that the repo is still there
 
 
-def changed_paths(root: Path, changes: Iterable[tuple[Change, str]]) -> list[str]:
-    """The repo-relative paths among `changes` that can change the index, sorted."""
+def repo_paths(root: Path, changes: Iterable[tuple[Change, str]]) -> list[str]:
+    """The repo-relative, `/`-separated paths of `changes` (the root itself left out), sorted."""
+    return sorted(
+        {Path(path).relative_to(root).as_posix() for _, path in changes if Path(path) != root},
+    )
+
+
+def changed_paths(root: Path, paths: Iterable[str]) -> list[str]:
+    """Those of the repo-relative `paths` that can change the index."""
     rules = ChangeFilter(root)
-    paths = set()
-    for _, path in changes:
-        relative = Path(path).relative_to(root).as_posix() if Path(path) != root else ""
-        if relative and rules.matters(relative):
-            paths.add(relative)
-    return sorted(paths)
+    return [path for path in paths if rules.matters(path)]
+
+
+@dataclass(frozen=True)
+class Burst:
+    """One burst of changes: the paths that can change the index (a run starts only for
+    those), and every path that changed (what a `LiveWalk` must look at again)."""
+
+    relevant: list[str]
+    every: list[str]
+
+
+class PendingWalk:
+    """A watched tree's `LiveWalk` and the paths changed since its last walk, which the next
+    run's walk looks at (taken when the run walks, under the repo's lock: a run that waits
+    for the lock, or never gets it, loses none)."""
+
+    def __init__(self, root: Path, max_file_bytes: int) -> None:
+        self._tree = LiveWalk(root, max_file_bytes)
+        self._paths: set[str] = set()
+        self._lock = threading.Lock()
+
+    def add(self, paths: Iterable[str]) -> None:
+        with self._lock:
+            self._paths.update(paths)
+
+    def walk(self) -> WalkReport:
+        """The tree after the changes added since the last walk (whole, the first time)."""
+        with self._lock:
+            paths, self._paths = sorted(self._paths), set()
+        return self._tree.walk(paths)
+
+    def walk_whole(self) -> WalkReport:
+        with self._lock:
+            self._paths = set()
+        return self._tree.walk(None)
 
 
 def _gone(root: Path, name: str) -> RepoPathError:
@@ -57,9 +98,9 @@ def _ignore(*_: object) -> None:
     """The default listener: nobody is listening."""
 
 
-def change_bursts(root: Path, name: str, stop: threading.Event | None = None) -> Iterator[list[str]]:
-    """The repo-relative paths of each burst of relevant changes under `root`, until `stop` is
-    set or Ctrl-C. Raises RepoPathError when the folder goes away (`name` is for the message)."""
+def change_bursts(root: Path, name: str, stop: threading.Event | None = None) -> Iterator[Burst]:
+    """Each burst of changes under `root`, until `stop` is set or Ctrl-C. Raises RepoPathError
+    when the folder goes away (`name` is for the message)."""
     for changes in watchfiles.watch(
         root,
         debounce=MAX_BATCH_MS,
@@ -71,9 +112,9 @@ def change_bursts(root: Path, name: str, stop: threading.Event | None = None) ->
     ):
         if not root.is_dir():
             raise _gone(root, name)
-        paths = changed_paths(root, changes)
-        if paths:
-            yield paths
+        every = repo_paths(root, changes)
+        if every:
+            yield Burst(changed_paths(root, every), every)
 
 
 def watch_repo(
@@ -90,13 +131,17 @@ def watch_repo(
     `on_changes(paths)` hears about a burst before its run, `on_run(report)` after every run
     (the first one included). Raises RepoPathError when the repo's folder goes away; returns
     on Ctrl-C between runs."""
-    report = index_repo(root, settings, name=name, progress=progress, db=db, wait=LOCK_WAIT_S)
+    tree = PendingWalk(repo_root(root), settings.max_file_bytes)
+    report = index_repo(root, settings, name=name, progress=progress, db=db, wait=LOCK_WAIT_S, walk=tree.walk_whole)
     root_path, name = Path(report.root), report.name
     on_run(report)
-    for paths in change_bursts(root_path, name):
-        on_changes(paths)
+    for burst in change_bursts(root_path, name):
+        tree.add(burst.every)
+        if not burst.relevant:
+            continue
+        on_changes(burst.relevant)
         try:
-            report = index_repo(root_path, settings, name=name, progress=False, db=db, wait=LOCK_WAIT_S)
+            report = index_repo(root_path, settings, name=name, progress=False, db=db, wait=LOCK_WAIT_S, walk=tree.walk)
         except RepoPathError as exc:
             raise _gone(root_path, name) from exc
         on_run(report)

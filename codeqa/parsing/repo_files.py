@@ -7,6 +7,8 @@ mtime, and `WalkReport.read` reads, sniffs and decodes one when the indexer need
 (a file whose size and mtime match the manifest is never read). Only a file whose language
 its name leaves open has its head read during the walk (`languages.needs_content`): an
 extensionless script's `#!` line, a `.h` header's C++ constructs.
+A watcher keeps its walk between runs (`LiveWalk`) and scans again only the folders where the
+tree changed.
 
 Decisions worth knowing:
 - Every text file is indexed: one that no grammar or text format knows is `other` (file
@@ -39,7 +41,9 @@ import codecs
 import hashlib
 import os
 import stat
+import time
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -129,6 +133,8 @@ MINIFIED_MIN_BYTES = 4096
 MINIFIED_AVG_LINE = 300
 MINIFIED_MAX_LINE = 5000
 MAX_EXAMPLES = 5
+FULL_WALK_SECONDS = 600.0  # a LiveWalk walks the whole tree again this long after its last whole walk
+GIT_DIR, GIT_EXCLUDE = ".git/", ".git/info/exclude"
 
 
 class RepoPathError(CodeQAError, ValueError):
@@ -337,73 +343,78 @@ def shown_path(path: str) -> str:
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+@dataclass
+class _Folder:
+    """One folder's part of a walk: its files and skips (a pruned subfolder's included) and the
+    subfolders to visit, each with the ignore layers it inherits; `layers`: those it inherited."""
+
+    abs_dir: str
+    layers: tuple[_IgnoreLayer, ...]
+    files: list[FoundFile] = field(default_factory=list)
+    skips: list[tuple[str, str]] = field(default_factory=list)
+    subdirs: list[tuple[str, str, tuple[_IgnoreLayer, ...]]] = field(default_factory=list)  # (abs, rel, layers)
+    links: bool = False  # holds a symlink: what it is skipped as depends on its target, elsewhere
+
+
 class _Walker:
-    """Holds the walk's state so each step stays a small method."""
+    """Holds the walk's rules and settings so each step stays a small method."""
 
     def __init__(self, root: Path, max_file_bytes: int) -> None:
         self.root = root
         self.root_str = str(root)
         self.max_file_bytes = max_file_bytes
-        self.report = WalkReport(max_file_bytes)
 
-    def run(self) -> WalkReport:
-        stack: list[tuple[str, str, tuple[_IgnoreLayer, ...]]] = [(self.root_str, "", ())]
+    def walk(self, abs_dir: str, rel_dir: str, layers: tuple[_IgnoreLayer, ...], into: dict[str, _Folder]) -> None:
+        """Scan the folder `rel_dir` and every folder below it that the walk keeps, into `into`."""
+        stack = [(abs_dir, rel_dir, layers)]
         while stack:
-            stack.extend(self._scan_dir(*stack.pop()))
-        self.report.files.sort(key=lambda source: source.path)
-        return self.report
+            abs_dir, rel_dir, layers = stack.pop()
+            folder = into[rel_dir] = self.scan(abs_dir, rel_dir, layers)
+            stack.extend(folder.subdirs)
 
-    def _scan_dir(
-        self, abs_dir: str, rel_dir: str, layers: tuple[_IgnoreLayer, ...]
-    ) -> list[tuple[str, str, tuple[_IgnoreLayer, ...]]]:
-        """Handle the files of one directory; return its subdirectories to visit."""
+    def scan(self, abs_dir: str, rel_dir: str, layers: tuple[_IgnoreLayer, ...]) -> _Folder:
+        """One folder: its files and skips, and its subfolders to visit."""
+        folder = _Folder(abs_dir, layers)
         try:
             with os.scandir(abs_dir) as scan:
                 entries = sorted(scan, key=lambda entry: entry.name)
         except OSError:
-            self.report.skip("unreadable", rel_dir.rstrip("/") or ".")
-            return []
+            folder.skips.append(("unreadable", rel_dir.rstrip("/") or "."))
+            return folder
         # Only a folder with an ignore file has patterns of its own (the root: git's exclude
         # too): trying to open both in every folder was a fifth of a walk of eight copies of django/.
         if not rel_dir or any(entry.name in _IGNORE_FILES for entry in entries):
             layer = _layer_for(abs_dir, rel_dir, is_root=not rel_dir)
             if layer is not None:
                 layers = (*layers, layer)
-        subdirs = []
         neighbours = frozenset(file_suffix(entry.name).lower() for entry in entries)
         for entry in entries:
             rel_path = rel_dir + entry.name
             if not is_valid_unicode(entry.name):  # the index, the UI and the API all speak UTF-8
-                self.report.skip("non_utf8_name", shown_path(rel_path))
+                folder.skips.append(("non_utf8_name", shown_path(rel_path)))
                 continue
             if entry.is_dir(follow_symlinks=False):
-                if self._keep_dir(entry, rel_path, layers):
-                    subdirs.append((entry.path, rel_path + "/", layers))
+                pruned = self._prune_reason(entry, rel_path, layers)
+                if pruned:
+                    folder.skips.append((pruned, rel_path + "/"))
+                else:
+                    folder.subdirs.append((entry.path, rel_path + "/", layers))
+                continue
+            folder.links = folder.links or entry.is_symlink()
+            found = self._check_file(entry, rel_path, layers, neighbours)
+            if isinstance(found, str):
+                folder.skips.append((found, rel_path))
             else:
-                self._visit_file(entry, rel_path, layers, neighbours)
-        return subdirs
+                folder.files.append(found)
+        return folder
 
-    def _keep_dir(self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...]) -> bool:
+    def _prune_reason(self, entry: os.DirEntry[str], rel_path: str, layers: tuple[_IgnoreLayer, ...]) -> str | None:
+        """Why the walk does not descend into a folder, or None."""
         if _is_vendored_dir(entry.name, entry.path):
-            self.report.skip("vendored", rel_path + "/")
-            return False
+            return "vendored"
         if _is_ignored(rel_path, True, layers):
-            self.report.skip("ignored", rel_path + "/")
-            return False
-        return True
-
-    def _visit_file(
-        self,
-        entry: os.DirEntry[str],
-        rel_path: str,
-        layers: tuple[_IgnoreLayer, ...],
-        neighbours: frozenset[str],
-    ) -> None:
-        found = self._check_file(entry, rel_path, layers, neighbours)
-        if isinstance(found, str):
-            self.report.skip(found, rel_path)
-        else:
-            self.report.files.append(found)
+            return "ignored"
+        return None
 
     def _check_file(
         self,
@@ -564,4 +575,120 @@ def walk_repo(root: Path, max_file_bytes: int = 1_000_000) -> WalkReport:
         raise RepoPathError(f"Repository path does not exist: {root}")
     if not root.is_dir():
         raise RepoPathError(f"Repository path is not a directory: {root}")
-    return _Walker(root.resolve(), max_file_bytes).run()
+    walker = _Walker(root.resolve(), max_file_bytes)
+    folders: dict[str, _Folder] = {}
+    walker.walk(walker.root_str, "", (), folders)
+    return _report(folders, max_file_bytes)
+
+
+class LiveWalk:
+    """A walk of one tree kept between index runs, for a watcher: after a whole walk,
+    `walk(changed)` scans again only the folders that changes to those paths can affect, and
+    returns what a whole walk would, provided they are all the paths that changed.
+
+    A changed file, or a folder created, moved or deleted, has its folder scanned again (a new
+    folder is walked whole); a changed ignore file, its folder and everything below (the rules
+    of every folder below change; `.git/info/exclude`: the whole tree); a changed `pyvenv.cfg`,
+    the folder above too (it decides whether its folder is vendored). A path inside a folder
+    the walk prunes has the nearest folder it keeps scanned again. Folders holding symlinks
+    are scanned again every time: what a link is skipped as depends on its target, which may
+    have changed anywhere. Each folder is scanned once per walk however many of its paths
+    changed. A watcher can miss changes (a full event queue), so the tree is walked whole
+    again when the last whole walk is `full_every` seconds old."""
+
+    def __init__(self, root: Path, max_file_bytes: int = 1_000_000, full_every: float = FULL_WALK_SECONDS) -> None:
+        self._walker = _Walker(Path(root).resolve(), max_file_bytes)
+        self._folders: dict[str, _Folder] = {}
+        self._full_every = full_every
+        self._walked_at = 0.0
+
+    def walk(self, changed: Collection[str] | None = None) -> WalkReport:
+        """The walk's report now: whole when `changed` is None, else after the changes to
+        these repo-relative, `/`-separated paths."""
+        now = time.monotonic()
+        if changed is None or not self._folders or now - self._walked_at >= self._full_every:
+            self._folders = {}
+            self._walker.walk(self._walker.root_str, "", (), self._folders)
+            self._walked_at = now
+        else:
+            subtrees, folders = self._affected(changed)
+            for rel_dir in sorted(subtrees):
+                self._rescan(rel_dir, subtree=True)
+            for rel_dir, again in sorted(folders.items()):
+                self._rescan(rel_dir, again=again)
+        return _report(self._folders, self._walker.max_file_bytes)
+
+    def _affected(self, changed: Collection[str]) -> tuple[set[str], dict[str, set[str]]]:
+        """The folders to scan again for these changes: those to scan with all they hold, and
+        the others, each with the subfolders to walk again whole."""
+        subtrees: set[str] = set()
+        folders: dict[str, set[str]] = {rel_dir: set() for rel_dir, held in self._folders.items() if held.links}
+        for path in changed:
+            if path.startswith(GIT_DIR):  # pruned, but a new `.git` is a skip of the root's
+                folders.setdefault("", set())
+                if path == GIT_EXCLUDE:  # the root's ignore rules
+                    subtrees.add("")
+                continue
+            *dirs, name = path.split("/")
+            folder = "".join(part + "/" for part in dirs)
+            if name in VENDORED_MARKERS and dirs:
+                folders.setdefault(self._nearest(_folder_above(folder)), set()).add(folder)
+            nearest = self._nearest(folder)
+            if name in _IGNORE_FILES and nearest == folder:
+                subtrees.add(folder)
+            else:
+                folders.setdefault(nearest, set()).add(path + "/" if nearest == folder else "")
+        return subtrees, folders
+
+    def _nearest(self, rel_dir: str) -> str:
+        """`rel_dir`, or the nearest folder above it that the walk holds."""
+        while rel_dir not in self._folders:
+            rel_dir = _folder_above(rel_dir)
+        return rel_dir
+
+    def _rescan(self, rel_dir: str, subtree: bool = False, again: Collection[str] = ()) -> None:
+        """Scan the folder `rel_dir` again, walking whole each subfolder it did not hold, those
+        in `again`, or, with `subtree`, every one."""
+        if rel_dir not in self._folders:  # gone: a folder above it was scanned again
+            return
+        old = self._folders[rel_dir]
+        folder = self._folders[rel_dir] = self._walker.scan(old.abs_dir, rel_dir, old.layers)
+        kept = {sub for _, sub, _ in folder.subdirs}
+        self._forget(
+            [
+                key
+                for key in self._folders
+                if key.startswith(rel_dir) and key != rel_dir and _child(rel_dir, key) not in kept
+            ]
+        )
+        for abs_dir, sub, layers in folder.subdirs:
+            if subtree or sub in again or sub not in self._folders:
+                self._forget([key for key in self._folders if key.startswith(sub)])
+                self._walker.walk(abs_dir, sub, layers, self._folders)
+
+    def _forget(self, folders: list[str]) -> None:
+        for key in folders:
+            del self._folders[key]
+
+
+def _folder_above(rel_dir: str) -> str:
+    """The folder above `rel_dir`: "a/b/" → "a/", "a/" → ""."""
+    return rel_dir[: rel_dir.rstrip("/").rfind("/") + 1]
+
+
+def _child(rel_dir: str, below: str) -> str:
+    """The subfolder of `rel_dir` that holds the folder `below` (or is it)."""
+    return rel_dir + below[len(rel_dir) :].split("/", 1)[0] + "/"
+
+
+def _report(folders: dict[str, _Folder], max_file_bytes: int) -> WalkReport:
+    """A walk's report from its folders, gathered in the order the walk visits them."""
+    report = WalkReport(max_file_bytes)
+    stack = [""]
+    while stack:
+        folder = folders[stack.pop()]
+        report.files.extend(folder.files)
+        report.skips.extend(folder.skips)
+        stack.extend(sub for _, sub, _ in folder.subdirs)
+    report.files.sort(key=lambda source: source.path)
+    return report

@@ -1,0 +1,185 @@
+"""LiveWalk: a walk kept between a watcher's runs gives what a whole walk gives, on real trees."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from codeqa.parsing.repo_files import LiveWalk, WalkReport, walk_repo
+
+pytestmark = pytest.mark.unit
+
+MAX_BYTES = 3_000  # small, so that "too large" comes up
+
+
+def _seen(report: WalkReport) -> tuple[list[tuple], list[tuple[str, str]]]:
+    """What a walk found, as comparable values: files with their metadata, skips in walk order."""
+    files = [(f.path, f.language, f.size, f.mtime_ns, str(f.abs_path)) for f in report.files]
+    return files, list(report.skips)
+
+
+def _write(path: Path, text: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+
+
+FILE_NAMES = ["a.py", "b.txt", "c.min.js", "d.png", "e.h", "run", "big.py", ".env", "keep.txt", "f.rs"]
+FOLDER_NAMES = ["src", "lib", "sub", "node_modules", "build", "docs", "venv"]
+IGNORE_LINES = ["*.txt", "sub/", "!keep.txt", "build", "*.rs", "lib/*.py", "# nothing"]
+
+
+def _content(name: str, rng: random.Random) -> str | bytes:
+    if name == "big.py":
+        return "x = 1\n" * (MAX_BYTES // 6 + rng.randrange(1, 50))
+    if name == "d.png":
+        return b"\x89PNG\x00\x00" + bytes(rng.randrange(256) for _ in range(20))
+    if name == "run":
+        return rng.choice(["#!/usr/bin/env python\nprint(1)\n", "#!/bin/sh\necho hi\n", "plain words\n"])
+    if name == "e.h":
+        return rng.choice(["int f(void);\n", "class A { public: int f(); };\n"])
+    return f"value = {rng.random()}\n"
+
+
+class _Tree:
+    """A random tree and the edits a developer (or a checkout) makes to it, each returning the
+    repo-relative paths a watcher reports."""
+
+    def __init__(self, root: Path, rng: random.Random) -> None:
+        self.root, self.rng = root, rng
+
+    def folders(self) -> list[str]:
+        found = [""]
+        for dirpath, dirnames, _ in os.walk(self.root):
+            dirnames[:] = [d for d in dirnames if d != ".git"]
+            rel = os.path.relpath(dirpath, self.root)
+            if rel != ".":
+                found.append(rel.replace(os.sep, "/") + "/")
+        return found
+
+    def files(self) -> list[str]:
+        return [
+            os.path.relpath(os.path.join(d, f), self.root).replace(os.sep, "/")
+            for d, dirnames, names in os.walk(self.root)
+            for f in names
+            if ".git" not in Path(d).relative_to(self.root).parts
+        ]
+
+    def edit(self) -> list[str]:
+        rng = self.rng
+        folder = rng.choice(self.folders())
+        kind = rng.choice(
+            ["add", "add", "modify", "delete", "folder", "rmfolder", "move", "ignore", "marker", "link", "git"]
+        )
+        files = self.files()
+        if kind == "modify" and files:
+            path = rng.choice(files)
+            if os.path.islink(self.root / path):
+                return []
+            _write(self.root / path, _content(Path(path).name, rng))
+            return [path]
+        if kind == "delete" and files:
+            path = rng.choice(files)
+            (self.root / path).unlink()
+            return [path]
+        if kind == "folder":
+            new = folder + rng.choice(FOLDER_NAMES) + str(rng.randrange(3)) + "/"
+            for name in rng.sample(FILE_NAMES, 3):
+                _write(self.root / new / name, _content(name, rng))
+            _write(self.root / new / "inner" / "z.py", "z = 1\n")
+            return [new.rstrip("/")]
+        if kind == "rmfolder" and folder:
+            shutil.rmtree(self.root / folder)
+            return [folder.rstrip("/")]
+        if kind == "move" and folder:
+            target = _folder_of(folder) + "moved" + str(rng.randrange(100))
+            if os.path.lexists(self.root / target):
+                return []
+            os.rename(self.root / folder, self.root / target)
+            return [folder.rstrip("/"), target]
+        if kind == "ignore":
+            name = rng.choice([".gitignore", ".codeqaignore"])
+            _write(self.root / folder / name, "\n".join(rng.sample(IGNORE_LINES, rng.randrange(0, 4))) + "\n")
+            return [folder + name]
+        if kind == "git":  # git's own files: only info/exclude holds rules the walk reads
+            name = rng.choice(["info/exclude", "index", "objects/ab/cdef"])
+            _write(self.root / ".git" / name, "\n".join(rng.sample(IGNORE_LINES, rng.randrange(0, 3))) + "\n")
+            return [".git/" + name]
+        if kind == "marker" and folder:
+            marker = self.root / folder / "pyvenv.cfg"
+            if marker.exists():
+                marker.unlink()
+            else:
+                _write(marker, "home = /usr\n")
+            return [folder + "pyvenv.cfg"]
+        if kind == "link" and files:
+            target = self.root / rng.choice(files)
+            link = self.root / folder / f"link{rng.randrange(100)}"
+            if not os.path.lexists(link):
+                os.symlink(target if rng.random() < 0.5 else target.parent, link)
+                return [folder + link.name]
+            return []
+        name = rng.choice(FILE_NAMES)
+        _write(self.root / folder / name, _content(name, rng))
+        return [folder + name]
+
+
+def _folder_of(rel_dir: str) -> str:
+    return rel_dir[: rel_dir.rstrip("/").rfind("/") + 1]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_live_walk_after_random_edits_finds_what_a_whole_walk_finds(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    tree = _Tree(tmp_path, rng)
+    for _ in range(12):
+        tree.edit()
+    live = LiveWalk(tmp_path, MAX_BYTES)
+    assert _seen(live.walk()) == _seen(walk_repo(tmp_path, MAX_BYTES))
+    for step in range(60):
+        changed = [path for _ in range(rng.randrange(1, 4)) for path in tree.edit()]
+        assert _seen(live.walk(changed)) == _seen(walk_repo(tmp_path, MAX_BYTES)), (seed, step, changed)
+
+
+def test_a_live_walk_scans_only_the_folders_a_change_can_affect(tmp_path: Path, monkeypatch) -> None:
+    """The point of it: a changed file costs its own folder's scan, not the tree's."""
+    for folder in range(20):
+        _write(tmp_path / f"pkg{folder}" / "mod.py", "x = 1\n")
+    live = LiveWalk(tmp_path)
+    live.walk()
+    scanned: list[str] = []
+    original = os.scandir
+
+    def counting(path):
+        scanned.append(os.path.relpath(path, tmp_path))
+        return original(path)
+
+    monkeypatch.setattr(os, "scandir", counting)
+    _write(tmp_path / "pkg3" / "mod.py", "x = 2\n")
+    _write(tmp_path / "pkg3" / "new.py", "y = 1\n")
+    report = live.walk(["pkg3/mod.py", "pkg3/new.py"])
+    assert scanned == ["pkg3"]  # once for both
+    assert "pkg3/new.py" in [f.path for f in report.files]
+    scanned.clear()
+    live.walk(["pkg3/.gitignore"])  # no such file: its folder and what is below it
+    assert scanned == ["pkg3"]
+
+
+def test_a_live_walk_walks_whole_again_when_its_last_whole_walk_is_old(tmp_path: Path) -> None:
+    """A change the watcher never reported (in a folder no reported change is in) is found by
+    the next whole walk only."""
+    _write(tmp_path / "a.py", "x = 1\n")
+    _write(tmp_path / "other" / "b.py", "y = 1\n")
+    for full_every, found in ((600.0, False), (0.0, True)):
+        live = LiveWalk(tmp_path, full_every=full_every)
+        live.walk()
+        unreported = tmp_path / "other" / f"unreported{full_every}.py"
+        _write(unreported, "z = 1\n")
+        paths = [f.path for f in live.walk(["a.py"]).files]
+        assert (f"other/{unreported.name}" in paths) is found
