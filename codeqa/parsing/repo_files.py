@@ -624,7 +624,7 @@ class LiveWalk:
         subtrees: set[str] = set()
         folders: dict[str, set[str]] = {rel_dir: set() for rel_dir, held in self._folders.items() if held.links}
         for path in changed:
-            if path.startswith(GIT_DIR):  # pruned, but a new `.git` is a skip of the root's
+            if path.startswith(GIT_DIR):  # never walked, but `.git/` itself is one of the root's skips
                 folders.setdefault("", set())
                 if path == GIT_EXCLUDE:  # the root's ignore rules
                     subtrees.add("")
@@ -652,23 +652,21 @@ class LiveWalk:
         if rel_dir not in self._folders:  # gone: a folder above it was scanned again
             return
         old = self._folders[rel_dir]
-        folder = self._folders[rel_dir] = self._walker.scan(old.abs_dir, rel_dir, old.layers)
+        folder = self._walker.scan(old.abs_dir, rel_dir, old.layers)
+        held = {sub for _, sub, _ in old.subdirs}
         kept = {sub for _, sub, _ in folder.subdirs}
-        self._forget(
-            [
-                key
-                for key in self._folders
-                if key.startswith(rel_dir) and key != rel_dir and _child(rel_dir, key) not in kept
-            ]
-        )
+        self._forget(rel_dir, held if subtree else (held - kept) | (kept & set(again)))
+        self._folders[rel_dir] = folder
         for abs_dir, sub, layers in folder.subdirs:
-            if subtree or sub in again or sub not in self._folders:
-                self._forget([key for key in self._folders if key.startswith(sub)])
+            if sub not in self._folders:
                 self._walker.walk(abs_dir, sub, layers, self._folders)
 
-    def _forget(self, folders: list[str]) -> None:
-        for key in folders:
-            del self._folders[key]
+    def _forget(self, rel_dir: str, subfolders: set[str]) -> None:
+        """Drop these subfolders of `rel_dir` and everything below them (one pass, when any)."""
+        if subfolders:
+            for key in [key for key in self._folders if key != rel_dir and key.startswith(rel_dir)]:
+                if _child(rel_dir, key) in subfolders:
+                    del self._folders[key]
 
 
 def _folder_above(rel_dir: str) -> str:
