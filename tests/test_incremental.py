@@ -539,3 +539,25 @@ def test_a_small_change_to_a_large_table_is_searchable_without_optimizing(settin
     (sample_copy / "shop" / "ledger.py").write_text("def tally_flock(flock):\n    return len(flock)\n")
     index_repo(sample_copy, settings, name="s", progress=False)
     assert unindexed(methods()) == 0
+
+
+def test_uses_written_in_place_leave_a_large_table_indexed_by_id(settings, sample_copy, monkeypatch):
+    """A run that moves uses writes the reference columns of existing rows in place, which
+    LanceDB counts as leaving every row of their fragment outside the `id` index. The run
+    indexes ids again, so a large table is not taken for unindexed and folded whole: only the
+    edited file's rows wait outside the text indexes, as after any small change."""
+    def unindexed(table, column: str) -> int:
+        index = next(ix for ix in table.list_indices() if list(ix.columns) == [column])
+        return table.index_stats(index.name).num_unindexed_rows
+
+    index_repo(sample_copy, settings, name="s", progress=False)
+    db = connect(settings)
+    monkeypatch.setattr(create_tables, "OPTIMIZE_ALWAYS_BELOW", 0)  # the sample's tables as if large
+    monkeypatch.setattr(create_tables, "OPTIMIZE_UNINDEXED_SHARE", 0.25)
+    checkout = sample_copy / "shop" / "checkout.py"
+    checkout.write_text(checkout.read_text().replace("    return cart.total()", "    cart.lines.clear()\n    return cart.total()"))
+    report = index_repo(sample_copy, settings, name="s", progress=False)
+    assert report.references_updated > 0  # rows of other files had their uses written in place
+    methods = create_tables.RepoTables(db, registry.get_repo(db, "s")).methods
+    assert unindexed(methods, "id") == 0
+    assert 0 < unindexed(methods, "search_text") < 0.25 * methods.count_rows()  # checkout.py's rows: not folded

@@ -286,6 +286,7 @@ class RepoTables:
             rows = table.count_rows()
             if rows == 0:
                 continue
+            _cover_ids(table, rows)
             missing = self._missing_indexes(table, rows)
             if missing or _needs_optimize(table, rows):
                 table.optimize(cleanup_older_than=OLD_VERSIONS_KEPT)
@@ -343,6 +344,22 @@ def _needs_optimize(table: lancedb.table.Table, rows: int) -> bool:
     indexes = (table.index_stats(ix.name) for ix in table.list_indices())
     unindexed = max((ix.num_unindexed_rows for ix in indexes if ix), default=0)
     return unindexed >= OPTIMIZE_UNINDEXED_SHARE * rows
+
+
+def _cover_ids(table: lancedb.table.Table, rows: int) -> None:
+    """Index the `id` column again where writes in place left it uncovered. A merge that writes
+    some columns of existing rows (`update_references`, `store_vectors`: the id and the new
+    values) rewrites those columns of every fragment it touches, and LanceDB 0.40 then counts
+    all the rows of those fragments outside the indexes on them: for `id`, most of the table.
+    The rows did not change, and a new BTree of a million ids takes 0.2 s; left so, a large
+    table looked unindexed to `_needs_optimize`, which then folded every index of it after
+    each edit that moved a use. A small table is optimized anyway."""
+    if rows < OPTIMIZE_ALWAYS_BELOW:
+        return
+    index = next((ix for ix in table.list_indices() if list(ix.columns) == ["id"]), None)
+    stats = table.index_stats(index.name) if index is not None else None
+    if stats is not None and stats.num_unindexed_rows >= OPTIMIZE_UNINDEXED_SHARE * rows:
+        table.create_index("id", config=lancedb_module().index.BTree(), replace=True)
 
 
 def _index_ids(table: lancedb.table.Table) -> None:
