@@ -191,7 +191,12 @@ def _seconds(text: str) -> float:
 
 def _watch(args: argparse.Namespace, services: Services) -> None:
     """`watch`: the first run's full report, then one line per re-index."""
-    from codeqa.indexing.live_index import format_changes, format_run, watch_repo  # watchfiles: only for `watch`
+    from codeqa.indexing.live_index import (  # watchfiles: only for `watch`
+        format_changes,
+        format_fold,
+        format_run,
+        watch_repo,
+    )
 
     first = True
 
@@ -212,6 +217,7 @@ def _watch(args: argparse.Namespace, services: Services) -> None:
         on_changes=lambda paths: print(printable(format_changes(paths)), flush=True),
         on_run=on_run,
         progress=False if args.no_progress else None,
+        on_fold=lambda name, seconds: print(printable(format_fold(name, seconds)), flush=True),
     )
 
 

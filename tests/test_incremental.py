@@ -561,3 +561,25 @@ def test_uses_written_in_place_leave_a_large_table_indexed_by_id(settings, sampl
     methods = create_tables.RepoTables(db, registry.get_repo(db, "s")).methods
     assert unindexed(methods, "id") == 0
     assert 0 < unindexed(methods, "search_text") < 0.25 * methods.count_rows()  # checkout.py's rows: not folded
+
+
+def test_a_run_without_folding_leaves_its_rows_for_fold_indexes(settings, sample_copy):
+    """A watcher's runs skip folding new rows into the indexes (they are searched flat beside
+    them) and fold once the tree is quiet: `fold_indexes` does it, under the repo's lock."""
+    from codeqa.indexing.indexer import fold_indexes
+    from codeqa.search.options import SearchOptions
+    from codeqa.search.retrieval import Retriever
+
+    def unindexed() -> int:
+        tables = create_tables.RepoTables(db, registry.get_repo(db, "s"))
+        return sum(t.index_stats(ix.name).num_unindexed_rows for t in tables.row_tables for ix in t.list_indices())
+
+    index_repo(sample_copy, settings, name="s", progress=False)
+    db = connect(settings)
+    (sample_copy / "shop" / "ledger.py").write_text("def tally_herd(herd):\n    return len(herd)\n")
+    index_repo(sample_copy, settings, name="s", progress=False, fold=False)
+    assert unindexed() > 0
+    found = Retriever(settings).search("s", "tally_herd", SearchOptions(k=3, hyde=False, rerank=False))
+    assert found.results[0].qualified_name == "tally_herd"  # searchable meanwhile
+    fold_indexes(settings, "s", db)
+    assert unindexed() == 0

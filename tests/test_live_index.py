@@ -22,6 +22,7 @@ from mcp_client import NO_LLM, mcp_session
 from codeqa.parsing.repo_files import ChangeFilter, walk_repo
 from codeqa.store import registry
 from codeqa.store.connection import connect
+from codeqa.store.create_tables import RepoTables
 
 BULK_FILES = 500
 DEADLINE = 600  # seconds a wait may take on a busy 2-core box before the test fails
@@ -58,6 +59,9 @@ class Watcher:
 
     def runs(self) -> list[str]:
         return [line for line in self.lines if f" re-indexed {self.name}: " in line]
+
+    def folds(self) -> list[str]:
+        return [line for line in self.lines if f" folded {self.name}'s new rows into its indexes; " in line]
 
     def next_run(self, action: Callable[[], None]) -> tuple[str, str]:
         """Do `action`, wait for the run it starts, then for a quiet spell: (its start, its report).
@@ -162,11 +166,16 @@ def test_changes_the_walk_ignores_start_no_run(repo, watcher):
         (repo / "logo.png").write_bytes(b"\x89PNG")
         (repo / "shop" / "notes.py").write_text("def note(): pass\n")
 
+    folds = len(watcher.folds())
     start, report = watcher.next_run(change)
     assert "1 changed path (shop/notes.py): re-indexing" in start and ": 1 added, 0 changed" in report
+    # Once the tree is quiet, the rows the run left outside the indexes are folded in.
+    watcher.wait_for(lambda: len(watcher.folds()) > folds, "the new rows folded into the indexes")
+    db = connect(settings_for(watcher.data_dir))
+    tables = RepoTables(db, registry.get_repo(db, watcher.name))
+    assert all(t.index_stats(ix.name).num_unindexed_rows == 0 for t in tables.row_tables for ix in t.list_indices())
     # The run walked again only where things changed, yet counts what a whole walk counts: the
     # paths that started no run (the png, the log, build/) were looked at too.
-    db = connect(settings_for(watcher.data_dir))
     skipped = registry.get_repo(db, watcher.name).stats.skipped
     assert skipped == dict(walk_repo(repo).skipped) and skipped["binary"] >= 1 and skipped["ignored"] >= 1
 

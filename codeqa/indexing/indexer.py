@@ -192,11 +192,14 @@ def index_repo(
     embedder: Embedder | None = None,
     on_progress: RunListener = _no_listener,
     walk: Callable[[], WalkReport] | None = None,
+    fold: bool = True,
 ) -> IndexReport:
     """Bring the index of `root` up to date and return what was done (in `db`, else a new
     connection to the configured database; with `embedder`, else the configured model: the
     eval passes one that remembers vectors across commits; with `walk`, else a whole walk of
-    `root`: a watcher passes its `LiveWalk`, told which paths changed).
+    `root`: a watcher passes its `LiveWalk`, told which paths changed). Without `fold`, the
+    new rows are left outside the indexes the tables have (searched flat beside them) for
+    `fold_indexes` to fold in later: a watcher does so once the tree is quiet.
 
     One run per repo at a time (`index_lock`): if another run holds the repo's lock, wait up to
     `wait` seconds for it, then `IndexBusyError`. Files parsed and rows embedded are reported
@@ -222,7 +225,18 @@ def index_repo(
             embedder or index_embedder(settings),
             on_progress,
             walk or partial(walk_repo, root_path, settings.max_file_bytes),
+            fold,
         )
+
+
+def fold_indexes(settings: Settings, name: str, db: lancedb.DBConnection | None = None, wait: float = 0.0) -> float:
+    """Fold into a repo's indexes the rows that runs without `fold` left outside them, under
+    the repo's lock (waiting up to `wait` seconds for it): the seconds it took."""
+    db = db if db is not None else connect(settings)
+    started = time.perf_counter()
+    with RepoLock(db, name, "index").held(wait):
+        RepoTables(db, registry.get_repo(db, name)).finish()
+    return time.perf_counter() - started
 
 
 def holds_current_files(root: str | Path, settings: Settings, db: lancedb.DBConnection, name: str) -> bool:
@@ -260,6 +274,7 @@ def _index_locked(
     embedder: Embedder,
     on_progress: RunListener,
     walk: Callable[[], WalkReport],
+    fold: bool,
 ) -> IndexReport:
     """The run itself, under the repo's lock."""
     report = IndexReport(name=name, root=str(root_path))
@@ -333,7 +348,7 @@ def _index_locked(
     with _stage(report, "references"):
         report.references, report.references_updated = update_references(repo, before)
     with _stage(report, "optimize"):
-        repo.finish()
+        repo.finish(fold)
 
     # Searchable now: by text, names, paths and references, and by meaning where rows kept
     # their vectors. The vectors of new and changed rows come next, in this run.
@@ -358,7 +373,7 @@ def _index_locked(
                 "again to embed the rest.)"
             ) from exc
         with _stage(report, "optimize"):
-            repo.finish()  # now with the vector index
+            repo.finish(fold)  # now with the vector index
     report.timings["total"] = time.perf_counter() - started
     lock.check()
     registry.save_repo(db, replace(info, stats=report.stats()))

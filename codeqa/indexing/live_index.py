@@ -9,9 +9,11 @@ Changes the walk would skip anyway (`.git/`, ignored and vendored trees, unsuppo
 `repo_files.ChangeFilter`) start no run. Each run is the ordinary incremental `index_repo`,
 which re-reads only what changed, and walks again only the folders where something changed
 (`repo_files.LiveWalk`: every path that changed since the last run, relevant or not, is looked
-at; the whole tree every `FULL_WALK_SECONDS`, in case the OS dropped events); readers (the web
-app, the MCP server) open the tables' newest version on every query, so they see it as soon as
-it is written, without a restart.
+at; the whole tree every `FULL_WALK_SECONDS`, in case the OS dropped events). Its new rows are
+left outside the tables' indexes, searched flat beside them, and folded in once the tree has
+been quiet for `FOLD_AFTER_S` (on a large repo, folding is half of a one-file run). Readers
+(the web app, the MCP server) open the tables' newest version on every query, so they see it as
+soon as it is written, without a restart.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import watchfiles
 from watchfiles import Change
 
 from codeqa.core.config import Settings
-from codeqa.indexing.indexer import IndexReport, index_repo
+from codeqa.indexing.indexer import IndexReport, fold_indexes, index_repo
 from codeqa.parsing.repo_files import ChangeFilter, LiveWalk, RepoPathError, WalkReport, repo_root
 
 if TYPE_CHECKING:
@@ -37,6 +39,7 @@ QUIET_MS = 800  # a burst ends after this long without events
 LOCK_WAIT_S = 3600.0  # a run of another process holding the repo's lock is waited for, not fatal
 MAX_BATCH_MS = 15_000  # ... or after this long, for a tree that never stops changing
 CHECK_MS = 2_000  # with no events, how often to check that the repo is still there
+FOLD_AFTER_S = 5.0  # quiet this long after a run, the rows runs left outside the indexes are folded in
 
 
 def repo_paths(root: Path, changes: Iterable[tuple[Change, str]]) -> list[str]:
@@ -99,8 +102,9 @@ def _ignore(*_: object) -> None:
 
 
 def change_bursts(root: Path, name: str, stop: threading.Event | None = None) -> Iterator[Burst]:
-    """Each burst of changes under `root`, until `stop` is set or Ctrl-C. Raises RepoPathError
-    when the folder goes away (`name` is for the message)."""
+    """Each burst of changes under `root`, and an empty one every `CHECK_MS` without changes,
+    until `stop` is set or Ctrl-C. Raises RepoPathError when the folder goes away (`name` is
+    for the message)."""
     for changes in watchfiles.watch(
         root,
         debounce=MAX_BATCH_MS,
@@ -113,8 +117,7 @@ def change_bursts(root: Path, name: str, stop: threading.Event | None = None) ->
         if not root.is_dir():
             raise _gone(root, name)
         every = repo_paths(root, changes)
-        if every:
-            yield Burst(changed_paths(root, every), every)
+        yield Burst(changed_paths(root, every) if every else [], every)
 
 
 def watch_repo(
@@ -125,26 +128,36 @@ def watch_repo(
     on_changes: Callable[[list[str]], None] = _ignore,
     on_run: Callable[[IndexReport], None] = _ignore,
     progress: bool | None = None,
+    on_fold: Callable[[str, float], None] = _ignore,
 ) -> None:
     """Index `root`, then re-index after every burst of relevant changes until interrupted.
 
+    The runs after the first leave their new rows outside the tables' indexes (searched flat
+    beside them: a run takes half the time on a large repo), and once the tree has been quiet
+    for `FOLD_AFTER_S` they are folded in (`indexer.fold_indexes`).
     `on_changes(paths)` hears about a burst before its run, `on_run(report)` after every run
-    (the first one included). Raises RepoPathError when the repo's folder goes away; returns
-    on Ctrl-C between runs."""
+    (the first one included), `on_fold(name, seconds)` after each fold. Raises RepoPathError when
+    the repo's folder goes away; returns on Ctrl-C between runs."""
     tree = PendingWalk(repo_root(root), settings.max_file_bytes)
     report = index_repo(root, settings, name=name, progress=progress, db=db, wait=LOCK_WAIT_S, walk=tree.walk_whole)
     root_path, name = Path(report.root), report.name
     on_run(report)
+    unfolded_since: float | None = None  # when the first run that left rows unfolded ended
     for burst in change_bursts(root_path, name):
         tree.add(burst.every)
-        if not burst.relevant:
-            continue
-        on_changes(burst.relevant)
-        try:
-            report = index_repo(root_path, settings, name=name, progress=False, db=db, wait=LOCK_WAIT_S, walk=tree.walk)
-        except RepoPathError as exc:
-            raise _gone(root_path, name) from exc
-        on_run(report)
+        if burst.relevant:
+            on_changes(burst.relevant)
+            try:
+                report = index_repo(
+                    root_path, settings, name=name, progress=False, db=db, wait=LOCK_WAIT_S, walk=tree.walk, fold=False
+                )
+            except RepoPathError as exc:
+                raise _gone(root_path, name) from exc
+            unfolded_since = time.monotonic()
+            on_run(report)
+        elif unfolded_since is not None and time.monotonic() - unfolded_since >= FOLD_AFTER_S:
+            on_fold(name, fold_indexes(settings, name, db, wait=LOCK_WAIT_S))
+            unfolded_since = None
 
 
 def format_changes(paths: list[str]) -> str:
@@ -152,6 +165,11 @@ def format_changes(paths: list[str]) -> str:
     example = ", ".join(paths[:3]) + (", ..." if len(paths) > 3 else "")
     plural = "s" if len(paths) != 1 else ""
     return f"{time.strftime('%H:%M:%S')} {len(paths)} changed path{plural} ({example}): re-indexing"
+
+
+def format_fold(name: str, seconds: float) -> str:
+    """One line when a quiet tree's new rows have been folded into the indexes."""
+    return f"{time.strftime('%H:%M:%S')} folded {name}'s new rows into its indexes; {seconds:.1f}s"
 
 
 def format_run(report: IndexReport) -> str:

@@ -274,25 +274,27 @@ class RepoTables:
             data = pa.Table.from_pylist(list(chunk), schema=schema)
             table.merge_insert("id").when_matched_update_all().execute(data)
 
-    def finish(self) -> None:
+    def finish(self, fold: bool = True) -> None:
         """Build the indexes a table lacks, and compact and fold new rows into the ones it has
         once enough has changed (`_needs_optimize`); then, too, old versions go, after a grace
         period (a reader may still be on one). Compaction comes before a new index, so that the
         index is not optimized again at once, which costs an HNSW index as much as building it
         (measured: 14.5 s for 130,000 rows, each time). The vector index waits for the vectors:
         built while rows still lack theirs, it would hold only some (later rows are searched
-        flat until the next compaction folds them in)."""
+        flat until the next compaction folds them in). Without `fold` (a watcher's run: it folds
+        once the tree is quiet), only missing indexes are built."""
         for table in self.row_tables:
             rows = table.count_rows()
             if rows == 0:
                 continue
             _cover_ids(table, rows)
             missing = self._missing_indexes(table, rows)
-            if missing or _needs_optimize(table, rows):
+            if missing or (fold and _needs_optimize(table, rows)):
                 table.optimize(cleanup_older_than=OLD_VERSIONS_KEPT)
             for column, config in missing:
                 table.create_index(column, config=config)
-        self.files.optimize(cleanup_older_than=OLD_VERSIONS_KEPT)
+        if fold:
+            self.files.optimize(cleanup_older_than=OLD_VERSIONS_KEPT)
 
     def _missing_indexes(self, table: lancedb.table.Table, rows: int) -> list[tuple[str, object]]:
         """(column, index config) of each index `table` should have and has not."""
