@@ -142,7 +142,7 @@ def watch_repo(
     report = index_repo(root, settings, name=name, progress=progress, db=db, wait=LOCK_WAIT_S, walk=tree.walk_whole)
     root_path, name = Path(report.root), report.name
     on_run(report)
-    unfolded_since: float | None = None  # when the first run that left rows unfolded ended
+    unfolded_since: float | None = None  # when the last run ended, while its rows wait to be folded
     for burst in change_bursts(root_path, name):
         tree.add(burst.every)
         if burst.relevant:
