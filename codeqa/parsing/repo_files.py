@@ -360,7 +360,6 @@ class _Walker:
     """Holds the walk's rules and settings so each step stays a small method."""
 
     def __init__(self, root: Path, max_file_bytes: int) -> None:
-        self.root = root
         self.root_str = str(root)
         self.max_file_bytes = max_file_bytes
 
