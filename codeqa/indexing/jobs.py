@@ -15,6 +15,10 @@ writes, incremental plans. On top of that:
   process's searches go first.
 - Cancelling (a remove, the server shutting down) stops a run at its next file or batch, as
   if it had been killed there: the next run repairs and finishes it.
+- A watched repo's refresh runs leave their new rows outside the tables' indexes (searched flat
+  beside them, so the run is searchable sooner: on a large repo folding is half a one-file
+  run), and its watcher folds them in, in the run slot, once the tree has been quiet for
+  `FOLD_AFTER_S` and no run of the repo is under way.
 """
 
 from __future__ import annotations
@@ -39,9 +43,10 @@ from codeqa.indexing.indexer import (
     SEARCHABLE,
     WALKING,
     IndexReport,
+    fold_indexes,
     index_repo,
 )
-from codeqa.indexing.live_index import PendingWalk, change_bursts
+from codeqa.indexing.live_index import FOLD_AFTER_S, PendingWalk, change_bursts
 from codeqa.store import lease
 from codeqa.store.lease import IndexBusyError
 
@@ -186,6 +191,8 @@ class _Job:
 class IndexJobs:
     """The index jobs of one process, one per repo (see the module docstring)."""
 
+    fold_after_s = FOLD_AFTER_S
+
     def __init__(self, settings: Settings, db: lancedb.DBConnection, watch: bool = False) -> None:
         self.settings = settings
         self.db = db
@@ -194,8 +201,10 @@ class IndexJobs:
         self._jobs: dict[str, _Job] = {}  # the latest job of each repo, by name
         self._ids = itertools.count(1)
         self._slot = threading.Semaphore(1)
+        self._slot_user = ""  # what holds the slot, in words, for those queued behind it
         self._watchers: dict[str, threading.Event] = {}  # repo name → its watcher's stop event
         self._trees: dict[str, PendingWalk] = {}  # repo name → what its watcher saw change
+        self._unfolded: dict[str, float] = {}  # repo name → when its last run that left rows unfolded ended
         self._closed = threading.Event()
 
     # --- asking ---------------------------------------------------------------------------------
@@ -263,6 +272,7 @@ class IndexJobs:
             self._jobs.pop(name, None)
             stop = self._watchers.pop(name, None)
             self._trees.pop(name, None)
+            self._unfolded.pop(name, None)
         if stop is not None:
             stop.set()
 
@@ -287,7 +297,13 @@ class IndexJobs:
         yield_thread_cpu(self.settings.background_niceness)
         try:
             while True:
-                report = self._run_once(job)
+                fold = self._folds_in_run(job)
+                report = self._run_once(job, fold)
+                with self._lock:
+                    if fold:
+                        self._unfolded.pop(job.status.name, None)
+                    else:
+                        self._unfolded[job.status.name] = time.monotonic()
                 with job.changed:
                     again = job.status.again
                     job.update(
@@ -313,7 +329,12 @@ class IndexJobs:
         if self.watching:
             self.watch(job.status.name, Path(job.status.root))
 
-    def _run_once(self, job: _Job) -> IndexReport:
+    def _folds_in_run(self, job: _Job) -> bool:
+        """Whether the job's run folds its new rows into the indexes: all but a watched repo's
+        refreshes, whose watcher folds once the tree is quiet."""
+        return job.status.kind != "refresh" or job.status.name not in self._trees
+
+    def _run_once(self, job: _Job, fold: bool) -> IndexReport:
         """One index run, once this process's slot and the repo's lock are free. A watched
         repo's refresh walks again only where its watcher saw changes; any other run, whole."""
         tree = self._trees.get(job.status.name)
@@ -329,6 +350,7 @@ class IndexJobs:
                         db=self.db,
                         on_progress=job.on_progress,
                         walk=walk,
+                        fold=fold,
                     )
                 except IndexBusyError:  # another process's run: wait for it outside the slot
                     holder = lease.holder(self.db, job.status.name)
@@ -340,10 +362,11 @@ class IndexJobs:
     def _running(self, job: _Job) -> Iterator[None]:
         """Hold this process's one run slot (stopping if the job is cancelled meanwhile)."""
         if not self._slot.acquire(blocking=False):
-            job.update(phase=QUEUED, waiting_for="this server's run of another repository")
+            job.update(phase=QUEUED, waiting_for=self._slot_user)
             while not self._slot.acquire(timeout=LOCK_POLL_S):
                 if job.cancelled.is_set():
                     raise JobCancelled
+        self._slot_user = f"this server's run of {job.status.name}"
         try:
             if job.cancelled.is_set():
                 raise JobCancelled
@@ -365,11 +388,14 @@ class IndexJobs:
         ).start()
 
     def _watch(self, name: str, root: Path, stop: threading.Event, tree: PendingWalk) -> None:
+        yield_thread_cpu(self.settings.background_niceness)  # its folds are background work too
         try:
             for burst in change_bursts(root, name, stop):
                 tree.add(burst.every)
                 if burst.relevant:
                     self.start(root, name, "refresh")
+                elif self._fold_due(name):
+                    self._fold(name)
         except Exception as exc:  # the folder went away, too many folders to watch, ...: log it, serve on
             problem = user_error(exc)
             if problem is None:
@@ -381,3 +407,30 @@ class IndexJobs:
                 if self._watchers.get(name) is stop:
                     del self._watchers[name]
                     self._trees.pop(name, None)
+
+    def _fold_due(self, name: str) -> bool:
+        """Whether the repo's runs left rows outside its indexes, and the tree has been quiet
+        for `fold_after_s` since, with no run of it under way."""
+        ended = self._unfolded.get(name)
+        job = self._jobs.get(name)
+        quiet = ended is not None and time.monotonic() - ended >= self.fold_after_s
+        return quiet and (job is None or not job.status.active)
+
+    def _fold(self, name: str) -> None:
+        """Fold the repo's new rows into its indexes, in this process's run slot; if the slot or
+        the repo's lock is taken (a run, here or in another process), at a later quiet tick."""
+        if not self._slot.acquire(blocking=False):
+            return
+        self._slot_user = f"this server's folding of {name}'s new rows into its indexes"
+        try:
+            job = self._jobs.get(name)
+            if job is not None and job.status.active:  # a run started meanwhile: it goes first
+                return
+            seconds = fold_indexes(self.settings, name, self.db)
+        except IndexBusyError:
+            return
+        finally:
+            self._slot.release()
+        with self._lock:
+            self._unfolded.pop(name, None)  # no run of it ended meanwhile: this thread held the slot
+        log.info("folded %s's new rows into its indexes in %.1fs", name, seconds)
