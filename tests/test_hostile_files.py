@@ -22,7 +22,7 @@ SOURCE = 'def greet(name):\n    """Say hello."""\n    return "héllo " + name\n\
 def test_files_with_a_utf16_or_utf32_byte_order_mark_are_decoded(tmp_path, encoding):
     path = tmp_path / "win.py"
     path.write_bytes("\ufeff".encode(encoding) + SOURCE.encode(encoding))
-    found = FoundFile("win.py", path, "python", path.stat().st_size, path.stat().st_mtime_ns)
+    found = FoundFile("win.py", str(path), "python", path.stat().st_size, path.stat().st_mtime_ns)
     source = read_source(found, 1_000_000)
     assert not isinstance(source, str), source  # was "binary"
     assert source.text == SOURCE and source.encoding == encoding[:6]
@@ -33,7 +33,7 @@ def test_files_with_a_utf16_or_utf32_byte_order_mark_are_decoded(tmp_path, encod
 def test_nul_bytes_without_a_byte_order_mark_are_still_binary(tmp_path):
     path = tmp_path / "blob.py"
     path.write_bytes(b"def a():\x00\x00 pass\n")
-    found = FoundFile("blob.py", path, "python", path.stat().st_size, path.stat().st_mtime_ns)
+    found = FoundFile("blob.py", str(path), "python", path.stat().st_size, path.stat().st_mtime_ns)
     assert read_source(found, 1_000_000) == "binary"
 
 

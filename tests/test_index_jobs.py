@@ -59,7 +59,7 @@ def test_a_watched_repos_refreshes_leave_their_rows_for_the_watcher_to_fold(sett
 
         # The watcher starts once the first run is done: save until it has seen a save.
         models = sample_copy / "shop" / "models.py"
-        models.write_text(models.read_text() + "\n\ndef apply_coupon_discount(total, coupon):\n    return total * 0.9\n")
+        models.write_text(models.read_text() + "\n\ndef apply_coupon(total, coupon):\n    return total * 0.9\n")
         _until("a refresh run", lambda: jobs.status("shop").kind == "refresh", lambda: os.utime(models))
         _until("the refresh done", _ended(jobs, "refresh"))
         refresh = jobs.status("shop")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +17,7 @@ OLD = NOW - 3600 * 10**9  # an hour before the walk: old enough to trust
 
 
 def found(path: str, size: int = 10, mtime_ns: int = OLD) -> FoundFile:
-    return FoundFile(path, Path("/repo") / path, "python", size, mtime_ns)
+    return FoundFile(path, f"/repo/{path}", "python", size, mtime_ns)
 
 
 def entry(path: str, content: str, size: int = 10, mtime_ns: int = OLD, non_utf8: bool = False) -> FileState:

@@ -18,7 +18,7 @@ MAX_BYTES = 3_000  # small, so that "too large" comes up
 
 def _seen(report: WalkReport) -> tuple[list[tuple], list[tuple[str, str]]]:
     """What a walk found, as comparable values: files with their metadata, skips in walk order."""
-    files = [(f.path, f.language, f.size, f.mtime_ns, str(f.abs_path)) for f in report.files]
+    files = [(f.path, f.language, f.size, f.mtime_ns, f.abs_path) for f in report.files]
     return files, list(report.skips)
 
 

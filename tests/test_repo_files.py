@@ -44,7 +44,7 @@ def test_indexes_code_and_docs_with_relative_posix_paths(tmp_path: Path) -> None
     assert by_path["src/pkg/mod.py"].language == "python"
     module = by_path["src/pkg/mod.py"]
     raw = (tmp_path / "src/pkg/mod.py").read_bytes()
-    assert module.abs_path == (tmp_path / "src/pkg/mod.py").resolve()
+    assert module.abs_path == str((tmp_path / "src/pkg/mod.py").resolve())
     assert module.sha256 == hashlib.sha256(raw).hexdigest() == hash_bytes(raw)
     assert module.size == len(raw)
     assert module.mtime_ns == (tmp_path / "src/pkg/mod.py").stat().st_mtime_ns

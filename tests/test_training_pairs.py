@@ -112,7 +112,7 @@ def test_definition_texts_are_what_the_index_embeds_for_each_definition() -> Non
     assert set(texts) == {("parse", 3), ("Cart", 6), ("Cart.total", 7)}
     assert texts[("parse", 3)].startswith("src/a.py\nfunction parse\n")
     assert "return x" in texts[("parse", 3)] and "Cart" not in texts[("parse", 3)]
-    file = SourceFile(path="src/a.py", abs_path=Path("src/a.py"), language="python", size=len(source), mtime_ns=0,
+    file = SourceFile(path="src/a.py", abs_path="src/a.py", language="python", size=len(source), mtime_ns=0,
                       text=source, sha256="0", decoded_with_replacement=False)
     rows = file_rows("r", file, 0).rows
     indexed = {(r["qualified_name"], r["start_line"]): embedding_text(r) for table in rows.values() for r in table}

@@ -143,18 +143,18 @@ class RepoPathError(CodeQAError, ValueError):
     http_status = 400
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FoundFile:
     """A file the walk found indexable by its name and metadata; its content is not read yet."""
 
     path: str  # relative to the repo root, `/`-separated
-    abs_path: Path
+    abs_path: str  # the path to open it by (a string: a watcher keeps one of these a file)
     language: str
     size: int
     mtime_ns: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReadFile(FoundFile):
     """A found file whose content was read, passed the content checks and was hashed. Its text is
     not kept: an index plan holds thousands of these, and the parser reads the file again."""
@@ -164,7 +164,7 @@ class ReadFile(FoundFile):
     encoding: str = "utf-8"  # or utf-16 / utf-32, by the file's byte-order mark
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SourceFile(ReadFile):
     """A read file with its text."""
 
@@ -343,7 +343,7 @@ def shown_path(path: str) -> str:
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Folder:
     """One folder's part of a walk: its files and skips (a pruned subfolder's included) and the
     subfolders to visit, each with the ignore layers it inherits; `layers`: those it inherited."""
@@ -450,7 +450,7 @@ class _Walker:
             if bom_encoding(head) is None and b"\x00" in head:
                 return "binary"
             language = language_from_content(rel_path, decode_text(head)[0], neighbours)
-        return FoundFile(rel_path, Path(entry.path), language, info.st_size, info.st_mtime_ns)
+        return FoundFile(rel_path, entry.path, language, info.st_size, info.st_mtime_ns)
 
 
 def _read_head(path: Path) -> bytes | None:
