@@ -6,9 +6,9 @@ import hashlib
 
 import pytest
 
-from codeqa.indexing.index_plan import RACY_NS, plan_index, recorded_mtime
+from codeqa.indexing.index_plan import plan_index, recorded_mtime
 from codeqa.core.records import FileState
-from codeqa.parsing.repo_files import FoundFile, SourceFile
+from codeqa.parsing.repo_files import RACY_NS, FoundFile, SourceFile
 
 pytestmark = pytest.mark.unit
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,23 @@ def _seen(report: WalkReport) -> tuple[list[tuple], list[tuple[str, str]]]:
     return files, list(report.skips)
 
 
+def _reads(report: WalkReport) -> tuple[list[tuple[str, str | None]], list[tuple[str, str]]]:
+    """Every found file read as an index run reads it: its hash or None, then all the skips."""
+    read = [(f.path, None if (source := report.read(f)) is None else source.sha256) for f in report.files]
+    return read, list(report.skips)
+
+
+def _age(root: Path, step: int) -> None:
+    """Give the files written just now an old mtime, one of their own for each step: a LiveWalk
+    trusts only stats older than RACY_NS."""
+    old = time.time_ns() - 86_400 * 10**9 + step * 10**9
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(dirpath, name)
+            if os.lstat(path).st_mtime_ns > old + 10**12:
+                os.utime(path, ns=(old, old), follow_symlinks=False)
+
+
 def _write(path: Path, text: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(text, bytes):
@@ -30,7 +48,7 @@ def _write(path: Path, text: str | bytes) -> None:
         path.write_text(text)
 
 
-FILE_NAMES = ["a.py", "b.txt", "c.min.js", "d.png", "e.h", "run", "big.py", ".env", "keep.txt", "f.rs"]
+FILE_NAMES = ["a.py", "b.txt", "c.min.js", "d.png", "e.h", "run", "big.py", ".env", "keep.txt", "f.rs", "g.dat"]
 FOLDER_NAMES = ["src", "lib", "sub", "node_modules", "build", "docs", "venv"]
 IGNORE_LINES = ["*.txt", "sub/", "!keep.txt", "build", "*.rs", "lib/*.py", "# nothing"]
 
@@ -42,6 +60,8 @@ def _content(name: str, rng: random.Random) -> str | bytes:
         return b"\x89PNG\x00\x00" + bytes(rng.randrange(256) for _ in range(20))
     if name == "run":
         return rng.choice(["#!/usr/bin/env python\nprint(1)\n", "#!/bin/sh\necho hi\n", "plain words\n"])
+    if name == "g.dat":  # binary or text, as only its content tells
+        return rng.choice([b"\x00\x01" * rng.randrange(1, 20), "words\n" * rng.randrange(1, 20)])
     if name == "e.h":
         return rng.choice(["int f(void);\n", "class A { public: int f(); };\n"])
     return f"value = {rng.random()}\n"
@@ -140,11 +160,46 @@ def test_a_live_walk_after_random_edits_finds_what_a_whole_walk_finds(tmp_path: 
     tree = _Tree(tmp_path, rng)
     for _ in range(12):
         tree.edit()
+    _age(tmp_path, 0)
     live = LiveWalk(tmp_path, MAX_BYTES)
-    assert _seen(live.walk()) == _seen(walk_repo(tmp_path, MAX_BYTES))
-    for step in range(60):
+    first = live.walk()
+    assert _seen(first) == _seen(walk_repo(tmp_path, MAX_BYTES))
+    _reads(first)
+    for step in range(1, 61):
         changed = [path for _ in range(rng.randrange(1, 4)) for path in tree.edit()]
-        assert _seen(live.walk(changed)) == _seen(walk_repo(tmp_path, MAX_BYTES)), (seed, step, changed)
+        _age(tmp_path, step)
+        report, whole = live.walk(changed), walk_repo(tmp_path, MAX_BYTES)
+        assert _seen(report) == _seen(whole), (seed, step, changed)
+        assert _reads(report) == _reads(whole), (seed, step, changed)  # what reading ruled out, remembered
+
+
+def test_a_live_walk_remembers_what_reading_ruled_out_until_its_stat_changes(tmp_path: Path) -> None:
+    """A file whose content rules it out (gettext's .mo: binary under a name that does not say
+    so) is read once, not on every run: nothing else remembers it."""
+    mo = tmp_path / "locale" / "django.mo"
+    _write(mo, b"\xde\x12\x04\x95\x00\x00\x00\x00" * 8)
+    old = time.time_ns() - 86_400 * 10**9
+    os.utime(mo, ns=(old, old))
+    live = LiveWalk(tmp_path)
+    report = live.walk()
+    assert [report.read(f) for f in report.files] == [None] and report.skipped["binary"] == 1
+    # Rewritten with text of the same size and mtime: taken as ruled out still, so not read.
+    mo.write_text("x" * 64)
+    os.utime(mo, ns=(old, old))
+    report = live.walk(["locale/django.mo"])
+    assert [report.read(f) for f in report.files] == [None] and report.skipped["binary"] == 1
+    os.utime(mo, ns=(old + 10**9, old + 10**9))  # its stat changed: read again
+    report = live.walk(["locale/django.mo"])
+    assert [source.text for source in map(report.read, report.files) if source] == ["x" * 64]
+    # A file changed just now is not trusted by its stat (RACY_NS): read on every run.
+    _write(mo, b"\x00" * 64)
+    report = live.walk(["locale/django.mo"])
+    assert [report.read(f) for f in report.files] == [None]
+    binary_at = report.files[0].mtime_ns
+    mo.write_text("y" * 64)
+    os.utime(mo, ns=(binary_at, binary_at))  # a clock too coarse to tell the two writes apart
+    report = live.walk(["locale/django.mo"])
+    assert [source.text for source in map(report.read, report.files) if source] == ["y" * 64]
 
 
 def test_a_live_walk_scans_only_the_folders_a_change_can_affect(tmp_path: Path, monkeypatch) -> None:

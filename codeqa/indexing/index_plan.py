@@ -19,11 +19,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from codeqa.core.records import FileState
-from codeqa.parsing.repo_files import FoundFile, ReadFile, SourceFile
-
-# A file modified this close to the walk is hashed again next run rather than trusted by mtime:
-# coarse filesystem clocks (FAT: 2 s) could give a further edit the same timestamp.
-RACY_NS = 2_000_000_000
+from codeqa.parsing.repo_files import RACY_NS, FoundFile, ReadFile, SourceFile
 
 
 @dataclass(frozen=True)
