@@ -40,7 +40,7 @@ from codeqa.core.records import RepoInfo
 from codeqa.indexing.indexer import holds_current_files, remove_repo, resolve_repo_name
 from codeqa.indexing.jobs import DONE, FAILED, IndexJobs, JobStatus, Ticket
 from codeqa.mcp_models import IndexJob, IndexStatusOutput, RemovedOutput
-from codeqa.parsing.repo_files import RepoPathError, repo_root
+from codeqa.parsing.repo_files import LiveWalk, RepoPathError, repo_root
 from codeqa.services import Services
 from codeqa.store.errors import UnknownRepoError
 from codeqa.store.lease import IndexBusyError
@@ -164,6 +164,10 @@ class IndexTools:
         self.find_repo = find_repo  # a repo argument (name, folder, or None: the default) → its row
         self.workdir = workdir
         self.jobs = IndexJobs(services.settings, services.db, watch)
+        # Each folder's walk, kept to tell cheaply whether its index is current (`search_code` on
+        # a folder asks before every search): by stats, a tenth of a whole walk.
+        self._trees: dict[Path, LiveWalk] = {}
+        self._trees_lock = threading.Lock()
 
     # --- the tools ------------------------------------------------------------------------------
 
@@ -213,6 +217,8 @@ class IndexTools:
                     f"{target.name} is being indexed by another process: try again when it has finished."
                 ) from exc
             self.jobs.forget(target.name)
+            with self._trees_lock:
+                self._trees.pop(target.root, None)
             text = f"Removed the index of {removed.name} ({removed.root}); the folder itself is untouched." + (
                 f" Its run (job {stopped}) was stopped." if stopped is not None else ""
             )
@@ -262,7 +268,12 @@ class IndexTools:
         return next((info for info in self.services.repos() if info.name == name), None)
 
     def _holds_current_files(self, target: _Target) -> bool:
-        return holds_current_files(target.root, self.services.settings, self.services.db, target.name)
+        settings = self.services.settings
+        with self._trees_lock:  # one check of a tree at a time: a LiveWalk is not shared between threads
+            tree = self._trees.get(target.root)
+            if tree is None:
+                tree = self._trees[target.root] = LiveWalk(repo_root(target.root), settings.max_file_bytes)
+            return holds_current_files(target.root, settings, self.services.db, target.name, walk=tree.refresh)
 
     def _up_to_date(self, target: _Target) -> bool:
         """Nothing for a run to do: the files are indexed as they are, and every row has its vector."""

@@ -30,12 +30,11 @@ def _reads(report: WalkReport) -> tuple[list[tuple[str, str | None]], list[tuple
 
 
 def _age(root: Path, step: int) -> None:
-    """Give the files written just now an old mtime, one of their own for each step: a LiveWalk
-    trusts only stats older than RACY_NS."""
+    """Give the files and folders written just now an old mtime, one of their own for each step:
+    a LiveWalk trusts only stats older than RACY_NS."""
     old = time.time_ns() - 86_400 * 10**9 + step * 10**9
     for dirpath, _, names in os.walk(root):
-        for name in names:
-            path = os.path.join(dirpath, name)
+        for path in (*(os.path.join(dirpath, name) for name in names), dirpath):
             if os.lstat(path).st_mtime_ns > old + 10**12:
                 os.utime(path, ns=(old, old), follow_symlinks=False)
 
@@ -171,6 +170,82 @@ def test_a_live_walk_after_random_edits_finds_what_a_whole_walk_finds(tmp_path: 
         report, whole = live.walk(changed), walk_repo(tmp_path, MAX_BYTES)
         assert _seen(report) == _seen(whole), (seed, step, changed)
         assert _reads(report) == _reads(whole), (seed, step, changed)  # what reading ruled out, remembered
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_refresh_after_random_edits_finds_what_a_whole_walk_finds(tmp_path: Path, seed: int) -> None:
+    """Not told what changed: stats say (git's untracked cache)."""
+    rng = random.Random(100 + seed)
+    tree = _Tree(tmp_path, rng)
+    for _ in range(12):
+        tree.edit()
+    _age(tmp_path, 0)
+    live = LiveWalk(tmp_path, MAX_BYTES)
+    _reads(live.walk())
+    for step in range(1, 61):
+        for _ in range(rng.randrange(0, 4)):
+            tree.edit()
+        _age(tmp_path, step)
+        report, whole = live.refresh(), walk_repo(tmp_path, MAX_BYTES)
+        assert _seen(report) == _seen(whole), (seed, step)
+        assert _reads(report) == _reads(whole), (seed, step)
+
+
+def test_a_refresh_scans_only_folders_whose_stats_changed(tmp_path: Path, monkeypatch) -> None:
+    for folder in range(20):
+        _write(tmp_path / f"pkg{folder}" / "mod.py", "x = 1\n")
+    _write(tmp_path / "pkg3" / "deep" / "leaf.py", "y = 1\n")
+    _age(tmp_path, 0)
+    live = LiveWalk(tmp_path)
+    live.walk()
+    scanned: list[str] = []
+    original = os.scandir
+
+    def counting(path):
+        scanned.append(os.path.relpath(path, tmp_path))
+        return original(path)
+
+    monkeypatch.setattr(os, "scandir", counting)
+    live.refresh()
+    assert scanned == []  # nothing changed: stats only
+    _write(tmp_path / "pkg3" / "mod.py", "x = 22\n")  # in place: its folder's mtime stays
+    _age(tmp_path, 1)
+    scanned.clear()  # os.walk's
+    assert next(f for f in live.refresh().files if f.path == "pkg3/mod.py").size == len("x = 22\n")
+    assert scanned == ["pkg3"]
+    scanned.clear()
+    _write(tmp_path / "pkg3" / "deep" / "new.py", "z = 1\n")  # a new entry: the folder's mtime
+    _age(tmp_path, 2)
+    scanned.clear()
+    paths = [f.path for f in live.refresh().files]
+    assert "pkg3/deep/new.py" in paths and scanned == ["pkg3", "pkg3/deep"]  # and the folder above
+    scanned.clear()
+    live.refresh()  # just scanned, but the stats were old: trusted
+    assert scanned == []
+
+
+def test_a_refresh_does_not_trust_stats_too_close_to_their_scan(tmp_path: Path) -> None:
+    """A clock too coarse to tell two writes apart gives the second the first one's stats: while
+    a stat is within RACY_NS of its scan, the folder is scanned again."""
+    script, pkg = tmp_path / "pkg" / "run", tmp_path / "pkg"  # its language is in its content
+    _write(script, "#!/usr/bin/env python\nprint(1)\n")
+    _age(tmp_path, 0)
+    os.utime(script)  # the file's stat is recent, its folder's old
+    live = LiveWalk(tmp_path)
+    first = live.walk().files
+    assert [f.language for f in first] == ["python"]
+    _write(script, "#!/bin/sh\necho hi there friend\n")  # the same size and, by a coarse clock, mtime
+    os.utime(script, ns=(first[0].mtime_ns, first[0].mtime_ns))
+    assert [f.language for f in live.refresh().files] == ["bash"]
+
+    _age(tmp_path, 1)
+    os.utime(pkg)  # now the folder's stat is recent, its file's old
+    folder_at = os.stat(pkg).st_mtime_ns
+    live = LiveWalk(tmp_path)
+    live.walk()
+    _write(pkg / "b.py", "z = 3\n")  # a new entry, and the folder's mtime as it was
+    os.utime(pkg, ns=(folder_at, folder_at))
+    assert [f.path for f in live.refresh().files] == ["pkg/b.py", "pkg/run"]
 
 
 def test_a_live_walk_remembers_what_reading_ruled_out_until_its_stat_changes(tmp_path: Path) -> None:

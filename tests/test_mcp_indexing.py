@@ -124,6 +124,19 @@ def test_search_code_on_a_folder_not_indexed_yet_indexes_it_first_and_keeps_it_f
         again = mcp.data("search_code", query="multiply_numbers", repo=str(project))
         assert not [notice for notice in again["notices"] if "indexed it" in notice or "had changed" in notice]
 
+        # The server keeps the folder's walk between searches and finds changes by their stats:
+        # a file edited in place, then a new folder.
+        with (project / "calc.py").open("a") as calc:
+            calc.write("\n\ndef subtract_numbers(a, b):\n    return a - b\n")
+        found = mcp.data("search_code", query="subtract_numbers", repo=str(project))
+        assert found["notices"][0].startswith("tiny had changed: brought it up to date first.")
+        assert found["results"][0]["qualified_name"] == "subtract_numbers"
+        (project / "ops").mkdir()
+        (project / "ops" / "div.py").write_text("def divide_numbers(a, b):\n    return a / b\n")
+        found = mcp.data("search_code", query="divide_numbers", repo=str(project))
+        assert found["notices"][0].startswith("tiny had changed: brought it up to date first.")
+        assert found["results"][0]["location"] == "ops/div.py:1-2"
+
 
 @pytest.mark.integration
 def test_a_run_of_another_process_is_waited_for_not_raced(tmp_path):

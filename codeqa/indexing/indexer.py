@@ -239,16 +239,23 @@ def fold_indexes(settings: Settings, name: str, db: lancedb.DBConnection | None 
     return time.perf_counter() - started
 
 
-def holds_current_files(root: str | Path, settings: Settings, db: lancedb.DBConnection, name: str) -> bool:
+def holds_current_files(
+    root: str | Path,
+    settings: Settings,
+    db: lancedb.DBConnection,
+    name: str,
+    walk: Callable[[], WalkReport] | None = None,
+) -> bool:
     """Whether the index of `name` holds the files of `root` as they are now, so that an index
     run would write no row (it may still have vectors to embed): the same walk and plan as a
     run (sizes and mtimes, content hashes where those differ), but read-only and without the
-    lock. A repo whose last run was interrupted before its references were resolved does not."""
+    lock. A repo whose last run was interrupted before its references were resolved does not.
+    `walk`: how to walk `root` (a server checking often passes its `LiveWalk.refresh`)."""
     info = registry.find_repo(db, name)
     if info is None or not info.indexed_at or info.index_version != INDEX_VERSION or info.references_pending:
         return False
     walked_at = time.time_ns()
-    walked = walk_repo(repo_root(root), settings.max_file_bytes)
+    walked = walk() if walk is not None else walk_repo(repo_root(root), settings.max_file_bytes)
     tables = RepoTables(db, info)
     # Not pending: the last run finished writing, so no rows lack a manifest entry (see _index_locked).
     plan = plan_index(walked.files, tables.file_states(), set(), walked.read, walked_at)

@@ -268,6 +268,7 @@ def _read_patterns(path: str) -> list[str]:
 
 
 _IGNORE_FILES = frozenset({".gitignore", IGNORE_FILE})
+_ROOT_RULE_FILES = (*sorted(_IGNORE_FILES), os.path.join(".git", "info", "exclude"))
 
 
 def _layer_for(abs_dir: str, rel_dir: str, is_root: bool) -> _IgnoreLayer | None:
@@ -367,6 +368,46 @@ class _Folder:
     skips: list[tuple[str, str]] = field(default_factory=list)
     subdirs: list[tuple[str, str, tuple[_IgnoreLayer, ...]]] = field(default_factory=list)  # (abs, rel, layers)
     links: bool = False  # holds a symlink: what it is skipped as depends on its target, elsewhere
+    # What `LiveWalk.refresh` compares to tell that the folder changed: when it was scanned, its
+    # own mtime then, the stats of its ignore files and of what it skipped for what it held or
+    # how large it was (files; vendored folders, whose markers can go).
+    scanned_ns: int = 0
+    mtime_ns: int = -1  # -1: unreadable
+    rule_stats: tuple[tuple[str, int, int], ...] = ()
+    skipped_stats: list[tuple[str, int, int]] = field(default_factory=list)
+
+    def moved(self) -> bool:
+        """Whether entries may have come or gone since the scan: its mtime changed (or was too
+        close to the scan to tell, `RACY_NS`), or it could not be read."""
+        return self.mtime_ns < 0 or _stat_of(self.abs_dir)[2] != self.mtime_ns or _racy(self.mtime_ns, self.scanned_ns)
+
+    def files_changed(self) -> bool:
+        """Whether a file it found, or skipped by its stats, changed since the scan."""
+        return any(
+            _stat_of(path)[1:] != (size, mtime) or _racy(mtime, self.scanned_ns)
+            for path, size, mtime in (
+                *((f.abs_path, f.size, f.mtime_ns) for f in self.files),
+                *self.skipped_stats,
+            )
+        )
+
+
+def _stat_of(path: str) -> tuple[str, int, int]:
+    """(path, size, mtime) of a path, without following a link; sizes and mtimes -1 if it is gone."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return path, -1, -1
+    return path, info.st_size, info.st_mtime_ns
+
+
+def _rule_stats(abs_dir: str, names: Collection[str]) -> tuple[tuple[str, int, int], ...]:
+    """The stats of the rule files among `names` that the folder holds."""
+    return tuple(found for name in names if (found := _stat_of(os.path.join(abs_dir, name)))[1] >= 0)
+
+
+def _racy(mtime_ns: int, seen_ns: int) -> bool:
+    return seen_ns - mtime_ns <= RACY_NS
 
 
 class _Walker:
@@ -386,16 +427,19 @@ class _Walker:
 
     def scan(self, abs_dir: str, rel_dir: str, layers: tuple[_IgnoreLayer, ...]) -> _Folder:
         """One folder: its files and skips, and its subfolders to visit."""
-        folder = _Folder(abs_dir, layers)
+        folder = _Folder(abs_dir, layers, scanned_ns=time.time_ns())
         try:
+            folder.mtime_ns = os.stat(abs_dir).st_mtime_ns
             with os.scandir(abs_dir) as scan:
                 entries = sorted(scan, key=lambda entry: entry.name)
         except OSError:
+            folder.mtime_ns = -1
             folder.skips.append(("unreadable", rel_dir.rstrip("/") or "."))
             return folder
         # Only a folder with an ignore file has patterns of its own (the root: git's exclude
         # too): trying to open both in every folder was a fifth of a walk of eight copies of django/.
         if not rel_dir or any(entry.name in _IGNORE_FILES for entry in entries):
+            folder.rule_stats = _rule_stats(abs_dir, _ROOT_RULE_FILES if not rel_dir else _IGNORE_FILES)
             layer = _layer_for(abs_dir, rel_dir, is_root=not rel_dir)
             if layer is not None:
                 layers = (*layers, layer)
@@ -409,6 +453,8 @@ class _Walker:
                 pruned = self._prune_reason(entry, rel_path, layers)
                 if pruned:
                     folder.skips.append((pruned, rel_path + "/"))
+                    if pruned == "vendored":  # a marker added or removed in it changes its mtime
+                        folder.skipped_stats.append(_stat_of(entry.path))
                 else:
                     folder.subdirs.append((entry.path, rel_path + "/", layers))
                 continue
@@ -416,6 +462,8 @@ class _Walker:
             found = self._check_file(entry, rel_path, layers, neighbours)
             if isinstance(found, str):
                 folder.skips.append((found, rel_path))
+                if found in _SKIPPED_BY_STATS or (found == "binary" and needs_content(rel_path)):
+                    folder.skipped_stats.append(_stat_of(entry.path))
             else:
                 folder.files.append(found)
         return folder
@@ -464,6 +512,10 @@ class _Walker:
                 return "binary"
             language = language_from_content(rel_path, decode_text(head)[0], neighbours)
         return FoundFile(rel_path, entry.path, language, info.st_size, info.st_mtime_ns)
+
+
+# Skips a file's new stats can undo (binary too, where its content, not its name, said so).
+_SKIPPED_BY_STATS = frozenset({"too_large", "unreadable"})
 
 
 def _read_head(path: Path) -> bytes | None:
@@ -582,15 +634,18 @@ def walk_repo(root: Path, max_file_bytes: int = 1_000_000) -> WalkReport:
 
     Content checks (binary, minified, decoding) happen when a file is read: `WalkReport.read`.
     """
-    root = Path(root).expanduser()
+    walker = _Walker(_existing_folder(Path(root).expanduser()).resolve(), max_file_bytes)
+    folders: dict[str, _Folder] = {}
+    walker.walk(walker.root_str, "", (), folders)
+    return _report(folders, max_file_bytes)
+
+
+def _existing_folder(root: Path) -> Path:
     if not root.exists():
         raise RepoPathError(f"Repository path does not exist: {root}")
     if not root.is_dir():
         raise RepoPathError(f"Repository path is not a directory: {root}")
-    walker = _Walker(root.resolve(), max_file_bytes)
-    folders: dict[str, _Folder] = {}
-    walker.walk(walker.root_str, "", (), folders)
-    return _report(folders, max_file_bytes)
+    return root
 
 
 class LiveWalk:
@@ -623,18 +678,54 @@ class LiveWalk:
     def walk(self, changed: Collection[str] | None = None) -> WalkReport:
         """The walk's report now: whole when `changed` is None, else after the changes to
         these repo-relative, `/`-separated paths."""
-        now = time.monotonic()
-        whole = changed is None or not self._folders or now - self._walked_at >= self._full_every
-        if whole:
-            self._folders = {}
-            self._walker.walk(self._walker.root_str, "", (), self._folders)
-            self._walked_at = now
-        else:
-            subtrees, folders = self._affected(changed or ())
-            for rel_dir in sorted(subtrees):
-                self._rescan(rel_dir, subtree=True)
-            for rel_dir, again in sorted(folders.items()):
-                self._rescan(rel_dir, again=again)
+        if changed is None or self._due():
+            return self._walk_whole()
+        self._apply(*self._affected(changed))
+        return self._gathered(whole=False)
+
+    def refresh(self) -> WalkReport:
+        """The walk's report now, found without being told what changed, by stats, as git's
+        untracked cache finds them: a folder whose mtime changed is scanned again (and the one
+        above it, which decides whether it is vendored), as is one holding a file whose size or
+        mtime changed; a changed ignore file, everything below it. A stat too close to its scan
+        to trust (`RACY_NS`) counts as changed. A tenth of a whole walk, for a check that the
+        index holds the files as they are now (`indexer.holds_current_files`)."""
+        _existing_folder(Path(self._walker.root_str))
+        if self._due():
+            return self._walk_whole()
+        subtrees: set[str] = set()
+        folders: dict[str, set[str]] = {}
+        for rel_dir, folder in self._folders.items():
+            moved = folder.moved()
+            if moved or folder.links or folder.files_changed():
+                folders.setdefault(rel_dir, set())
+            if moved and rel_dir:
+                folders.setdefault(_folder_above(rel_dir), set())
+            if moved or folder.rule_stats or not rel_dir:
+                names = _ROOT_RULE_FILES if not rel_dir else _IGNORE_FILES
+                if _rule_stats(folder.abs_dir, names) != folder.rule_stats:
+                    subtrees.add(rel_dir)
+        self._apply(subtrees, folders)
+        return self._gathered(whole=False)
+
+    def _due(self) -> bool:
+        return not self._folders or time.monotonic() - self._walked_at >= self._full_every
+
+    def _walk_whole(self) -> WalkReport:
+        self._folders = {}
+        self._walker.walk(self._walker.root_str, "", (), self._folders)
+        self._walked_at = time.monotonic()
+        return self._gathered(whole=True)
+
+    def _apply(self, subtrees: set[str], folders: dict[str, set[str]]) -> None:
+        """Scan again these folders with all they hold, then these others (each with the
+        subfolders to walk again whole)."""
+        for rel_dir in sorted(subtrees):
+            self._rescan(rel_dir, subtree=True)
+        for rel_dir, again in sorted(folders.items()):
+            self._rescan(rel_dir, again=again)
+
+    def _gathered(self, whole: bool) -> WalkReport:
         report = _report(self._folders, self._walker.max_file_bytes)
         if whole:  # forget the files that are gone
             found = {file.path for file in report.files}
