@@ -37,10 +37,10 @@ from pydantic import BaseModel, Field
 from codeqa.core.errors import CodeQAError, InvalidArgument, is_valid_unicode, one_line, printable_lines, user_error
 from codeqa.core.errors import without_paths as _without_paths
 from codeqa.core.records import RepoInfo
-from codeqa.indexing.indexer import holds_current_files, remove_repo, resolve_repo_name
+from codeqa.indexing.indexer import CurrentFilesCheck, remove_repo, resolve_repo_name
 from codeqa.indexing.jobs import DONE, FAILED, IndexJobs, JobStatus, Ticket
 from codeqa.mcp_models import IndexJob, IndexStatusOutput, RemovedOutput
-from codeqa.parsing.repo_files import LiveWalk, RepoPathError, repo_root
+from codeqa.parsing.repo_files import RepoPathError, repo_root
 from codeqa.services import Services
 from codeqa.store.errors import UnknownRepoError
 from codeqa.store.lease import IndexBusyError
@@ -164,10 +164,9 @@ class IndexTools:
         self.find_repo = find_repo  # a repo argument (name, folder, or None: the default) → its row
         self.workdir = workdir
         self.jobs = IndexJobs(services.settings, services.db, watch)
-        # Each folder's walk, kept to tell cheaply whether its index is current (`search_code` on
-        # a folder asks before every search): by stats, a tenth of a whole walk.
-        self._trees: dict[Path, LiveWalk] = {}
-        self._trees_lock = threading.Lock()
+        # Whether each folder's index is current, asked before every `search_code` on it.
+        self._checks: dict[Path, CurrentFilesCheck] = {}
+        self._checks_lock = threading.Lock()
 
     # --- the tools ------------------------------------------------------------------------------
 
@@ -217,8 +216,8 @@ class IndexTools:
                     f"{target.name} is being indexed by another process: try again when it has finished."
                 ) from exc
             self.jobs.forget(target.name)
-            with self._trees_lock:
-                self._trees.pop(target.root, None)
+            with self._checks_lock:
+                self._checks.pop(target.root, None)
             text = f"Removed the index of {removed.name} ({removed.root}); the folder itself is untouched." + (
                 f" Its run (job {stopped}) was stopped." if stopped is not None else ""
             )
@@ -269,11 +268,11 @@ class IndexTools:
 
     def _holds_current_files(self, target: _Target) -> bool:
         settings = self.services.settings
-        with self._trees_lock:  # one check of a tree at a time: a LiveWalk is not shared between threads
-            tree = self._trees.get(target.root)
-            if tree is None:
-                tree = self._trees[target.root] = LiveWalk(repo_root(target.root), settings.max_file_bytes)
-            return holds_current_files(target.root, settings, self.services.db, target.name, walk=tree.refresh)
+        with self._checks_lock:
+            check = self._checks.get(target.root)
+            if check is None:
+                check = self._checks[target.root] = CurrentFilesCheck(repo_root(target.root), settings.max_file_bytes)
+        return check.holds_current_files(settings, self.services.db, target.name)
 
     def _up_to_date(self, target: _Target) -> bool:
         """Nothing for a run to do: the files are indexed as they are, and every row has its vector."""

@@ -583,3 +583,32 @@ def test_a_run_without_folding_leaves_its_rows_for_fold_indexes(settings, sample
     assert found.results[0].qualified_name == "tally_herd"  # searchable meanwhile
     fold_indexes(settings, "s", db)
     assert unindexed() == 0
+
+
+def test_a_kept_check_of_current_files_reads_the_manifest_only_when_something_changed(
+    settings, sample_copy, monkeypatch
+):
+    """`CurrentFilesCheck` (before each MCP `search_code` on a folder): the walk is kept and
+    brought up to date by stats; with the files and the registry row as at the last yes, the
+    answer is yes again without the manifest, and any change of either is looked at."""
+    from codeqa.indexing.indexer import CurrentFilesCheck, remove_repo
+
+    index_repo(sample_copy, settings, name="s", progress=False)
+    db = connect(settings)
+    reads: list[str] = []
+    file_states = create_tables.RepoTables.file_states
+    monkeypatch.setattr(
+        create_tables.RepoTables, "file_states", lambda tables: reads.append("manifest") or file_states(tables)
+    )
+    check = CurrentFilesCheck(sample_copy.resolve(), settings.max_file_bytes)
+    assert check.holds_current_files(settings, db, "s") and reads == ["manifest"]
+    assert check.holds_current_files(settings, db, "s") and reads == ["manifest"]  # nothing changed
+    util = sample_copy / "shop" / "util.py"
+    util.write_text(util.read_text() + "\n\ndef fresh_helper():\n    return 1\n")
+    assert not check.holds_current_files(settings, db, "s") and len(reads) == 2
+    index_repo(sample_copy, settings, name="s", progress=False)
+    reads.clear()  # the run's own
+    assert check.holds_current_files(settings, db, "s") and reads == ["manifest"]  # a new registry row
+    assert check.holds_current_files(settings, db, "s") and reads == ["manifest"]
+    remove_repo(db, "s")
+    assert not check.holds_current_files(settings, db, "s")

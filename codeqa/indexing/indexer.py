@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import logging
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -32,7 +33,7 @@ from codeqa.indexing.index_plan import IndexPlan, plan_index
 from codeqa.indexing.progress import Progress, StageListener
 from codeqa.indexing.reference_updates import ChangedFiles, carry_uses, update_references
 from codeqa.indexing.vectors import embedding_batches, reuse_vectors
-from codeqa.parsing.repo_files import ReadFile, WalkReport, repo_root, walk_repo
+from codeqa.parsing.repo_files import FoundFile, LiveWalk, ReadFile, WalkReport, repo_root, walk_repo
 from codeqa.store import registry
 from codeqa.store.connection import connect
 from codeqa.store.create_tables import RepoTables
@@ -260,6 +261,30 @@ def holds_current_files(
     # Not pending: the last run finished writing, so no rows lack a manifest entry (see _index_locked).
     plan = plan_index(walked.files, tables.file_states(), set(), walked.read, walked_at)
     return not plan.writes
+
+
+class CurrentFilesCheck:
+    """`holds_current_files` for one folder, asked again and again (an MCP server asks before each
+    `search_code` on a folder): its walk is kept and brought up to date by stats
+    (`LiveWalk.refresh`), and when the walk and the repo's registry row are what they were at
+    the last yes, the answer is yes again without reading the manifest (which only a run, and
+    so a new registry row, changes). One check at a time: a LiveWalk is not shared."""
+
+    def __init__(self, root: Path, max_file_bytes: int) -> None:
+        self._tree = LiveWalk(root, max_file_bytes)
+        self._yes: tuple[RepoInfo | None, list[FoundFile], list[tuple[str, str]]] | None = None
+        self._lock = threading.Lock()
+
+    def holds_current_files(self, settings: Settings, db: lancedb.DBConnection, name: str) -> bool:
+        with self._lock:
+            walked = self._tree.refresh()
+            info = registry.find_repo(db, name)
+            seen = (info, walked.files, list(walked.skips))  # reading adds skips to the report
+            if seen == self._yes:
+                return True
+            current = holds_current_files(self._tree.root, settings, db, name, walk=lambda: walked)
+            self._yes = seen if current and info is not None else None
+            return current
 
 
 def remove_repo(db: lancedb.DBConnection, name: str, wait: float = 0.0) -> RepoInfo:

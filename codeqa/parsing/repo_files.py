@@ -675,6 +675,10 @@ class LiveWalk:
         self._walked_at = 0.0
         self._ruled_out: dict[str, tuple[int, int, str]] = {}  # shared with each report (`WalkReport.read`)
 
+    @property
+    def root(self) -> Path:
+        return Path(self._walker.root_str)
+
     def walk(self, changed: Collection[str] | None = None) -> WalkReport:
         """The walk's report now: whole when `changed` is None, else after the changes to
         these repo-relative, `/`-separated paths."""
@@ -690,7 +694,7 @@ class LiveWalk:
         mtime changed; a changed ignore file, everything below it. A stat too close to its scan
         to trust (`RACY_NS`) counts as changed. A tenth of a whole walk, for a check that the
         index holds the files as they are now (`indexer.holds_current_files`)."""
-        _existing_folder(Path(self._walker.root_str))
+        _existing_folder(self.root)
         if self._due():
             return self._walk_whole()
         subtrees: set[str] = set()
