@@ -1,13 +1,15 @@
-"""What a watcher's run spends walking the tree after a one-file save (parsing/repo_files.py).
+"""What walking the tree again costs after a one-file save (parsing/repo_files.py).
 
     python -m bench.live_walk_bench [--root DIR] [--rounds 10] [--json out.json]
 
 Each round appends a line to one file (in the folder holding the most files: the most a
-folder's scan costs) and
-walks the tree both ways, taking turns which goes first: whole (`walk_repo`, what every run did
-before) and with a `LiveWalk` told the path that changed (what `codeqa watch` does now). The two
-reports are compared (files with their metadata, skips in order). `--root` defaults to Django
-5.2.8's sdist. The file is restored at the end. Not a test.
+folder's scan costs) and walks the tree three ways, taking turns which goes first: whole
+(`walk_repo`, what every run did before), with a `LiveWalk` told the path that changed (what
+`codeqa watch` does), and with another `LiveWalk` finding it by stats (`LiveWalk.refresh`, what
+an MCP server's check before `search_code` on a folder does); then that one again with nothing
+changed (the common case of that check). The reports are compared (files with their metadata,
+skips in order). `--root` defaults to Django 5.2.8's sdist. The file is restored at the end.
+Not a test.
 """
 
 from __future__ import annotations
@@ -36,19 +38,29 @@ def run(root: Path, rounds: int) -> dict:
     edited = max(whole.files, key=lambda f: (folders[folder_of(f.path)], f.path.count("/")))
     path = root / edited.path
     original = path.read_bytes()
-    live = LiveWalk(root)
+    live, stats = LiveWalk(root), LiveWalk(root)
     live.walk()
-    timings: dict[str, list[float]] = {"whole": [], "live": []}
+    stats.walk()
+    walks = {
+        "whole": lambda: walk_repo(root),
+        "live": lambda: live.walk([edited.path]),
+        "refresh": stats.refresh,
+    }
+    timings: dict[str, list[float]] = {way: [] for way in (*walks, "refresh_unchanged")}
     try:
         for round_ in range(rounds):
             path.write_bytes(original + f"\n# round {round_}\n".encode())
             reports = {}
-            for way in ("whole", "live") if round_ % 2 == 0 else ("live", "whole"):
+            for way in list(walks)[round_ % 3 :] + list(walks)[: round_ % 3]:
                 started = time.perf_counter()
-                reports[way] = walk_repo(root) if way == "whole" else live.walk([edited.path])
+                reports[way] = walks[way]()
                 timings[way].append(time.perf_counter() - started)
-            if seen(reports["whole"]) != seen(reports["live"]):
-                raise SystemExit(f"round {round_}: the live walk differs from the whole walk")
+            started = time.perf_counter()
+            reports["refresh_unchanged"] = stats.refresh()
+            timings["refresh_unchanged"].append(time.perf_counter() - started)
+            for way in ("live", "refresh", "refresh_unchanged"):
+                if seen(reports["whole"]) != seen(reports[way]):
+                    raise SystemExit(f"round {round_}: the {way} walk differs from the whole walk")
     finally:
         path.write_bytes(original)
     return {
