@@ -33,7 +33,7 @@ from codeqa.indexing.index_plan import IndexPlan, plan_index
 from codeqa.indexing.progress import Progress, StageListener
 from codeqa.indexing.reference_updates import ChangedFiles, carry_uses, update_references
 from codeqa.indexing.vectors import embedding_batches, reuse_vectors
-from codeqa.parsing.repo_files import FoundFile, LiveWalk, ReadFile, WalkReport, repo_root, walk_repo
+from codeqa.parsing.repo_files import RACY_NS, FoundFile, LiveWalk, ReadFile, WalkReport, repo_root, walk_repo
 from codeqa.store import registry
 from codeqa.store.connection import connect
 from codeqa.store.create_tables import RepoTables
@@ -268,7 +268,8 @@ class CurrentFilesCheck:
     `search_code` on a folder): its walk is kept and brought up to date by stats
     (`LiveWalk.refresh`), and when the walk and the repo's registry row are what they were at
     the last yes, the answer is yes again without reading the manifest (which only a run, and
-    so a new registry row, changes). One check at a time: a LiveWalk is not shared."""
+    so a new registry row, changes) nor any file (unless one was too recent to trust). One
+    check at a time: a LiveWalk is not shared."""
 
     def __init__(self, root: Path, max_file_bytes: int) -> None:
         self._tree = LiveWalk(root, max_file_bytes)
@@ -282,8 +283,12 @@ class CurrentFilesCheck:
             seen = (info, walked.files, list(walked.skips))  # reading adds skips to the report
             if seen == self._yes:
                 return True
+            checked_at = time.time_ns()
             current = holds_current_files(self._tree.root, settings, db, name, walk=lambda: walked)
-            self._yes = seen if current and info is not None else None
+            # A file too recent for its stats to be trusted (`RACY_NS`) could change again
+            # without them changing: only the plan, which reads it, can tell.
+            settled = all(checked_at - file.mtime_ns > RACY_NS for file in walked.files)
+            self._yes = seen if current and settled and info is not None else None
             return current
 
 
