@@ -692,8 +692,9 @@ class LiveWalk:
         untracked cache finds them: a folder whose mtime changed is scanned again (and the one
         above it, which decides whether it is vendored), as is one holding a file whose size or
         mtime changed; a changed ignore file, everything below it. A stat too close to its scan
-        to trust (`RACY_NS`) counts as changed. A tenth of a whole walk, for a check that the
-        index holds the files as they are now (`indexer.holds_current_files`)."""
+        to trust (`RACY_NS`) counts as changed. A fifth of a whole walk (a stat a file and a
+        folder), for a check that the index holds the files as they are now
+        (`indexer.CurrentFilesCheck`)."""
         _existing_folder(self.root)
         if self._due():
             return self._walk_whole()
