@@ -13,14 +13,12 @@ restored and the check asked once more so the next round starts from a yes). Not
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
+from bench.rounds import run_rounds
 from codeqa.core.config import Settings
 from codeqa.indexing.indexer import CurrentFilesCheck, holds_current_files, index_repo
 from codeqa.store.connection import connect
@@ -71,17 +69,5 @@ def run(rounds: int, work: Path) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="codeqa-check-") as work:
-        result = run(args.rounds, Path(work))
-    print(json.dumps(result))
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=1) + "\n")
-
-
 if __name__ == "__main__":
-    main()
+    run_rounds(__doc__ or "", run, 10, "codeqa-check-")

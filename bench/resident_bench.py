@@ -13,14 +13,12 @@ repo it did not hold). The two are compared row by row. Not a test.
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
+from bench.rounds import run_rounds
 from codeqa.core.config import Settings
 from codeqa.indexing.indexer import index_repo
 from codeqa.store import registry
@@ -83,17 +81,5 @@ def run(rounds: int, work: Path) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="codeqa-resident-bench-") as work:
-        result = run(args.rounds, Path(work))
-    print(json.dumps(result))
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=1) + "\n")
-
-
 if __name__ == "__main__":
-    main()
+    run_rounds(__doc__ or "", run, 6, "codeqa-resident-bench-")

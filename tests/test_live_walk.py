@@ -39,6 +39,19 @@ def _age(root: Path, step: int) -> None:
                 os.utime(path, ns=(old, old), follow_symlinks=False)
 
 
+def _count_scans(monkeypatch, root: Path) -> list[str]:
+    """The folders (relative to `root`) that `os.scandir` lists from now on, in order."""
+    scanned: list[str] = []
+    original = os.scandir
+
+    def counting(path):
+        scanned.append(os.path.relpath(path, root))
+        return original(path)
+
+    monkeypatch.setattr(os, "scandir", counting)
+    return scanned
+
+
 def _write(path: Path, text: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(text, bytes):
@@ -198,14 +211,7 @@ def test_a_refresh_scans_only_folders_whose_stats_changed(tmp_path: Path, monkey
     _age(tmp_path, 0)
     live = LiveWalk(tmp_path)
     live.walk()
-    scanned: list[str] = []
-    original = os.scandir
-
-    def counting(path):
-        scanned.append(os.path.relpath(path, tmp_path))
-        return original(path)
-
-    monkeypatch.setattr(os, "scandir", counting)
+    scanned = _count_scans(monkeypatch, tmp_path)
     live.refresh()
     assert scanned == []  # nothing changed: stats only
     _write(tmp_path / "pkg3" / "mod.py", "x = 22\n")  # in place: its folder's mtime stays
@@ -283,14 +289,7 @@ def test_a_live_walk_scans_only_the_folders_a_change_can_affect(tmp_path: Path, 
         _write(tmp_path / f"pkg{folder}" / "mod.py", "x = 1\n")
     live = LiveWalk(tmp_path)
     live.walk()
-    scanned: list[str] = []
-    original = os.scandir
-
-    def counting(path):
-        scanned.append(os.path.relpath(path, tmp_path))
-        return original(path)
-
-    monkeypatch.setattr(os, "scandir", counting)
+    scanned = _count_scans(monkeypatch, tmp_path)
     _write(tmp_path / "pkg3" / "mod.py", "x = 2\n")
     _write(tmp_path / "pkg3" / "new.py", "y = 1\n")
     report = live.walk(["pkg3/mod.py", "pkg3/new.py"])
