@@ -272,7 +272,10 @@ class IndexTools:
             check = self._checks.get(target.root)
             if check is None:
                 check = self._checks[target.root] = CurrentFilesCheck(repo_root(target.root), settings.max_file_bytes)
-        return check.holds_current_files(settings, self.services.db, target.name)
+        watched = self.jobs.tree(target.name)  # with `--watch`: the watcher's walk, not a second one
+        return check.holds_current_files(
+            settings, self.services.db, target.name, watched.refresh if watched is not None else None
+        )
 
     def _up_to_date(self, target: _Target) -> bool:
         """Nothing for a run to do: the files are indexed as they are, and every row has its vector."""

@@ -585,14 +585,16 @@ def test_a_run_without_folding_leaves_its_rows_for_fold_indexes(settings, sample
     assert unindexed() == 0
 
 
+@pytest.mark.parametrize("walk", ["its own", "a watcher's"])
 def test_a_kept_check_of_current_files_reads_the_manifest_only_when_something_changed(
-    settings, sample_copy, monkeypatch
+    settings, sample_copy, monkeypatch, walk
 ):
     """`CurrentFilesCheck` (before each MCP `search_code` on a folder): the walk is kept and
-    brought up to date by stats; with the files and the registry row as at the last yes, the
-    answer is yes again without the manifest, and any change of either is looked at. A file too
-    recent to trust by its stats is read every time."""
+    brought up to date by stats (its own, or a watcher's `PendingWalk`); with the files and the
+    registry row as at the last yes, the answer is yes again without the manifest, and any
+    change of either is looked at. A file too recent to trust by its stats is read every time."""
     from codeqa.indexing.indexer import CurrentFilesCheck, remove_repo
+    from codeqa.indexing.live_index import PendingWalk
 
     old = time.time_ns() - 86_400 * 10**9
     for path in sample_copy.rglob("*"):
@@ -605,19 +607,21 @@ def test_a_kept_check_of_current_files_reads_the_manifest_only_when_something_ch
         create_tables.RepoTables, "file_states", lambda tables: reads.append("manifest") or file_states(tables)
     )
     check = CurrentFilesCheck(sample_copy.resolve(), settings.max_file_bytes)
-    assert check.holds_current_files(settings, db, "s") and reads == ["manifest"]
-    assert check.holds_current_files(settings, db, "s") and reads == ["manifest"]  # nothing changed
+    watcher = PendingWalk(sample_copy.resolve(), settings.max_file_bytes) if walk == "a watcher's" else None
+    refresh = watcher.refresh if watcher is not None else None
+    assert check.holds_current_files(settings, db, "s", refresh) and reads == ["manifest"]
+    assert check.holds_current_files(settings, db, "s", refresh) and reads == ["manifest"]  # nothing changed
     util = sample_copy / "shop" / "util.py"
     util.write_text(util.read_text() + "\n\ndef fresh_helper():\n    return 1\n")
-    assert not check.holds_current_files(settings, db, "s") and len(reads) == 2
+    assert not check.holds_current_files(settings, db, "s", refresh) and len(reads) == 2
     index_repo(sample_copy, settings, name="s", progress=False)
     reads.clear()  # the run's own
-    assert check.holds_current_files(settings, db, "s") and reads == ["manifest"]  # a new registry row
+    assert check.holds_current_files(settings, db, "s", refresh) and reads == ["manifest"]  # a new registry row
     # Rewritten within the same tick of a coarse clock: the same size and mtime. Only reading
     # it tells, and it is too recent for the check to have stopped reading it.
     written = util.stat().st_mtime_ns
     util.write_text(util.read_text().replace("fresh_helper", "fresh_helpex"))
     os.utime(util, ns=(written, written))
-    assert not check.holds_current_files(settings, db, "s")
+    assert not check.holds_current_files(settings, db, "s", refresh)
     remove_repo(db, "s")
-    assert not check.holds_current_files(settings, db, "s")
+    assert not check.holds_current_files(settings, db, "s", refresh)

@@ -269,22 +269,37 @@ class CurrentFilesCheck:
     (`LiveWalk.refresh`), and when the walk and the repo's registry row are what they were at
     the last yes, the answer is yes again without reading the manifest (which only a run, and
     so a new registry row, changes) nor any file (unless one was too recent to trust). One
-    check at a time: a LiveWalk is not shared."""
+    check at a time."""
 
     def __init__(self, root: Path, max_file_bytes: int) -> None:
-        self._tree = LiveWalk(root, max_file_bytes)
+        self.root = root
+        self._max_file_bytes = max_file_bytes
+        self._tree: LiveWalk | None = None  # its own walk, when no watcher's serves
         self._yes: tuple[RepoInfo | None, list[FoundFile], list[tuple[str, str]]] | None = None
         self._lock = threading.Lock()
 
-    def holds_current_files(self, settings: Settings, db: lancedb.DBConnection, name: str) -> bool:
+    def holds_current_files(
+        self,
+        settings: Settings,
+        db: lancedb.DBConnection,
+        name: str,
+        refresh: Callable[[], WalkReport] | None = None,
+    ) -> bool:
+        """`refresh`: the folder's walk by stats kept elsewhere (a watcher's, `PendingWalk`),
+        else the check keeps its own."""
         with self._lock:
-            walked = self._tree.refresh()
+            if refresh is not None:
+                self._tree = None  # a watcher's walk serves: one walk of the folder is enough
+            else:
+                self._tree = self._tree or LiveWalk(self.root, self._max_file_bytes)
+                refresh = self._tree.refresh
+            walked = refresh()
             info = registry.find_repo(db, name)
             seen = (info, walked.files, list(walked.skips))  # reading adds skips to the report
             if seen == self._yes:
                 return True
             checked_at = time.time_ns()
-            current = holds_current_files(self._tree.root, settings, db, name, walk=lambda: walked)
+            current = holds_current_files(self.root, settings, db, name, walk=lambda: walked)
             # A file too recent for its stats to be trusted (`RACY_NS`) could change again
             # without them changing: only the plan, which reads it, can tell.
             settled = all(checked_at - file.mtime_ns > RACY_NS for file in walked.files)

@@ -227,6 +227,10 @@ class IndexJobs:
         job = self._jobs.get(name)
         return job.status if job is not None else None
 
+    def tree(self, name: str) -> PendingWalk | None:
+        """The walk a watcher of the repo keeps, while one watches it."""
+        return self._trees.get(name)
+
     def name_of(self, root: Path) -> str | None:
         """The name a job of this process indexes `root` under (it may not be registered yet)."""
         with self._lock:

@@ -67,12 +67,14 @@ class Burst:
 class PendingWalk:
     """A watched tree's `LiveWalk` and the paths changed since its last walk, which the next
     run's walk looks at (taken when the run walks, under the repo's lock: a run that waits
-    for the lock, or never gets it, loses none)."""
+    for the lock, or never gets it, loses none). The walk also answers a check by stats
+    (`refresh`) in between: an MCP server's before `search_code` on the folder."""
 
     def __init__(self, root: Path, max_file_bytes: int) -> None:
         self._tree = LiveWalk(root, max_file_bytes)
         self._paths: set[str] = set()
         self._lock = threading.Lock()
+        self._walking = threading.Lock()  # a LiveWalk is not shared between threads
 
     def add(self, paths: Iterable[str]) -> None:
         with self._lock:
@@ -82,12 +84,19 @@ class PendingWalk:
         """The tree after the changes added since the last walk (whole, the first time)."""
         with self._lock:
             paths, self._paths = sorted(self._paths), set()
-        return self._tree.walk(paths)
+        with self._walking:
+            return self._tree.walk(paths)
 
     def walk_whole(self) -> WalkReport:
         with self._lock:
             self._paths = set()
-        return self._tree.walk(None)
+        with self._walking:
+            return self._tree.walk(None)
+
+    def refresh(self) -> WalkReport:
+        """The tree now, found by stats; the paths added stay for the next run's walk."""
+        with self._walking:
+            return self._tree.refresh()
 
 
 def _gone(root: Path, name: str) -> RepoPathError:
