@@ -37,11 +37,11 @@ def run(rounds: int, work: Path) -> dict:
     db = connect(settings)
     check = CurrentFilesCheck(source.resolve(), settings.max_file_bytes)
     started = time.perf_counter()
-    assert check.holds_current_files(settings, db, REPO)
+    assert check.holds_current_files(db, REPO)
     first = time.perf_counter() - started
     ways = {
         "whole_walk": lambda: holds_current_files(source, settings, db, REPO),
-        "kept": lambda: check.holds_current_files(settings, db, REPO),
+        "kept": lambda: check.holds_current_files(db, REPO),
     }
     timings: dict[str, list[float]] = {way: [] for way in (*ways, "kept_after_edit")}
     path = source / EDITED
@@ -54,12 +54,12 @@ def run(rounds: int, work: Path) -> dict:
             timings[way].append(time.perf_counter() - started)
         path.write_bytes(original + f"\n# round {round_}\n".encode())
         started = time.perf_counter()
-        if check.holds_current_files(settings, db, REPO):
+        if check.holds_current_files(db, REPO):
             raise SystemExit(f"round {round_}: the kept check missed an edit")
         timings["kept_after_edit"].append(time.perf_counter() - started)
         path.write_bytes(original)
         time.sleep(2.1)  # past RACY_NS, so the restored file's stats are trusted again
-        if not check.holds_current_files(settings, db, REPO):
+        if not check.holds_current_files(db, REPO):
             raise SystemExit(f"round {round_}: the kept check found a change after the file was restored")
     return {
         "repo": REPO,

@@ -267,15 +267,14 @@ class IndexTools:
         return next((info for info in self.services.repos() if info.name == name), None)
 
     def _holds_current_files(self, target: _Target) -> bool:
-        settings = self.services.settings
         with self._checks_lock:
             check = self._checks.get(target.root)
             if check is None:
-                check = self._checks[target.root] = CurrentFilesCheck(repo_root(target.root), settings.max_file_bytes)
+                max_bytes = self.services.settings.max_file_bytes
+                check = self._checks[target.root] = CurrentFilesCheck(repo_root(target.root), max_bytes)
         watched = self.jobs.tree(target.name)  # with `--watch`: the watcher's walk, not a second one
-        return check.holds_current_files(
-            settings, self.services.db, target.name, watched.refresh if watched is not None else None
-        )
+        refresh = watched.refresh if watched is not None else None
+        return check.holds_current_files(self.services.db, target.name, refresh)
 
     def _up_to_date(self, target: _Target) -> bool:
         """Nothing for a run to do: the files are indexed as they are, and every row has its vector."""

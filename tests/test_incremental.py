@@ -609,19 +609,19 @@ def test_a_kept_check_of_current_files_reads_the_manifest_only_when_something_ch
     check = CurrentFilesCheck(sample_copy.resolve(), settings.max_file_bytes)
     watcher = PendingWalk(sample_copy.resolve(), settings.max_file_bytes) if walk == "a watcher's" else None
     refresh = watcher.refresh if watcher is not None else None
-    assert check.holds_current_files(settings, db, "s", refresh) and reads == ["manifest"]
-    assert check.holds_current_files(settings, db, "s", refresh) and reads == ["manifest"]  # nothing changed
+    assert check.holds_current_files(db, "s", refresh) and reads == ["manifest"]
+    assert check.holds_current_files(db, "s", refresh) and reads == ["manifest"]  # nothing changed
     util = sample_copy / "shop" / "util.py"
     util.write_text(util.read_text() + "\n\ndef fresh_helper():\n    return 1\n")
-    assert not check.holds_current_files(settings, db, "s", refresh) and len(reads) == 2
+    assert not check.holds_current_files(db, "s", refresh) and len(reads) == 2
     index_repo(sample_copy, settings, name="s", progress=False)
     reads.clear()  # the run's own
-    assert check.holds_current_files(settings, db, "s", refresh) and reads == ["manifest"]  # a new registry row
+    assert check.holds_current_files(db, "s", refresh) and reads == ["manifest"]  # a new registry row
     # Rewritten within the same tick of a coarse clock: the same size and mtime. Only reading
     # it tells, and it is too recent for the check to have stopped reading it.
     written = util.stat().st_mtime_ns
     util.write_text(util.read_text().replace("fresh_helper", "fresh_helpex"))
     os.utime(util, ns=(written, written))
-    assert not check.holds_current_files(settings, db, "s", refresh)
+    assert not check.holds_current_files(db, "s", refresh)
     remove_repo(db, "s")
-    assert not check.holds_current_files(settings, db, "s", refresh)
+    assert not check.holds_current_files(db, "s", refresh)

@@ -240,23 +240,21 @@ def fold_indexes(settings: Settings, name: str, db: lancedb.DBConnection | None 
     return time.perf_counter() - started
 
 
-def holds_current_files(
-    root: str | Path,
-    settings: Settings,
-    db: lancedb.DBConnection,
-    name: str,
-    walk: Callable[[], WalkReport] | None = None,
-) -> bool:
+def holds_current_files(root: str | Path, settings: Settings, db: lancedb.DBConnection, name: str) -> bool:
     """Whether the index of `name` holds the files of `root` as they are now, so that an index
     run would write no row (it may still have vectors to embed): the same walk and plan as a
     run (sizes and mtimes, content hashes where those differ), but read-only and without the
-    lock. A repo whose last run was interrupted before its references were resolved does not.
-    `walk`: how to walk `root` (a server checking often passes its `LiveWalk.refresh`)."""
+    lock. A repo whose last run was interrupted before its references were resolved does not."""
     info = registry.find_repo(db, name)
+    return _holds_files(db, info, lambda: walk_repo(repo_root(root), settings.max_file_bytes))
+
+
+def _holds_files(db: lancedb.DBConnection, info: RepoInfo | None, walk: Callable[[], WalkReport]) -> bool:
+    """`holds_current_files` for a registry row, its folder walked by `walk`."""
     if info is None or not info.indexed_at or info.index_version != INDEX_VERSION or info.references_pending:
         return False
     walked_at = time.time_ns()
-    walked = walk() if walk is not None else walk_repo(repo_root(root), settings.max_file_bytes)
+    walked = walk()
     tables = RepoTables(db, info)
     # Not pending: the last run finished writing, so no rows lack a manifest entry (see _index_locked).
     plan = plan_index(walked.files, tables.file_states(), set(), walked.read, walked_at)
@@ -279,11 +277,7 @@ class CurrentFilesCheck:
         self._lock = threading.Lock()
 
     def holds_current_files(
-        self,
-        settings: Settings,
-        db: lancedb.DBConnection,
-        name: str,
-        refresh: Callable[[], WalkReport] | None = None,
+        self, db: lancedb.DBConnection, name: str, refresh: Callable[[], WalkReport] | None = None
     ) -> bool:
         """`refresh`: the folder's walk by stats kept elsewhere (a watcher's, `PendingWalk`),
         else the check keeps its own."""
@@ -299,7 +293,7 @@ class CurrentFilesCheck:
             if seen == self._yes:
                 return True
             checked_at = time.time_ns()
-            current = holds_current_files(self.root, settings, db, name, walk=lambda: walked)
+            current = _holds_files(db, info, lambda: walked)
             # A file too recent for its stats to be trusted (`RACY_NS`) could change again
             # without them changing: only the plan, which reads it, can tell.
             settled = all(checked_at - file.mtime_ns > RACY_NS for file in walked.files)
