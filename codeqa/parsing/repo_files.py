@@ -268,7 +268,7 @@ def _read_patterns(path: str) -> list[str]:
 
 
 _IGNORE_FILES = frozenset({".gitignore", IGNORE_FILE})
-_ROOT_RULE_FILES = (*sorted(_IGNORE_FILES), os.path.join(".git", "info", "exclude"))
+_ROOT_RULE_FILES = (*sorted(_IGNORE_FILES), GIT_EXCLUDE)
 
 
 def _layer_for(abs_dir: str, rel_dir: str, is_root: bool) -> _IgnoreLayer | None:
@@ -276,7 +276,7 @@ def _layer_for(abs_dir: str, rel_dir: str, is_root: bool) -> _IgnoreLayer | None
     lines = _read_patterns(os.path.join(abs_dir, ".gitignore")) + _read_patterns(os.path.join(abs_dir, IGNORE_FILE))
     if is_root:
         # exclude comes first so the checked-in .gitignore overrides it.
-        lines = _read_patterns(os.path.join(abs_dir, ".git", "info", "exclude")) + lines
+        lines = _read_patterns(os.path.join(abs_dir, GIT_EXCLUDE)) + lines
     if not any(line.strip() and not line.startswith("#") for line in lines):
         return None
     # Plain last-match-wins patterns, as git applies them to each path it visits. GitIgnoreSpec
