@@ -13,8 +13,6 @@ Not a test.
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import statistics
 import tempfile
@@ -22,6 +20,7 @@ import time
 from functools import partial
 from pathlib import Path
 
+from bench.rounds import report, rounds_parser
 from codeqa.core.config import Settings
 from codeqa.indexing.indexer import index_repo
 from codeqa.indexing.jobs import IndexJobs, _Job
@@ -60,6 +59,7 @@ def run(root: Path, settings: Settings, name: str, edited: str, rounds: int) -> 
     ways = {"fold in run": True, "fold when quiet": False}
     timings: dict[str, list[float]] = {way: [] for way in ways}
     folds: list[float] = []
+    path = root / edited
     try:
         jobs.start(root, name, "index")  # nothing to do; then it watches
         until(lambda: jobs.tree(name) is not None, 0.2)
@@ -68,7 +68,6 @@ def run(root: Path, settings: Settings, name: str, edited: str, rounds: int) -> 
             for way in list(ways)[round_ % 2 :] + list(ways)[: round_ % 2]:
                 jobs.fold_in_run = ways[way]
                 last = job_id(jobs, name)
-                path = root / edited
                 path.write_text(path.read_text() + f"\n# {way} {round_}\n")
                 started = time.perf_counter()
                 until(partial(searchable_after, jobs, name, last))
@@ -91,13 +90,11 @@ def run(root: Path, settings: Settings, name: str, edited: str, rounds: int) -> 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = rounds_parser(__doc__ or "", 4)
     parser.add_argument("--root", type=Path, help="an indexed tree (with --data, --name, --file)")
     parser.add_argument("--data", type=Path)
     parser.add_argument("--name")
     parser.add_argument("--file", default=EDITED, help="the file to append to, relative to the root")
-    parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="codeqa-mcp-watch-") as work:
         if args.root is None:
@@ -107,9 +104,7 @@ def main() -> None:
             shutil.copytree(fetch_source("django==5.2.8"), args.root, symlinks=True)
             index_repo(args.root, Settings.from_env(data_dir=args.data), name=args.name, progress=False)
         result = run(args.root.resolve(), Settings.from_env(data_dir=args.data), args.name, args.file, args.rounds)
-    print(json.dumps(result))
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    report(result, args.json)
 
 
 if __name__ == "__main__":
