@@ -65,6 +65,17 @@ def test_gitignore_that_ignores_everything_then_unignores_directories_and_extens
     assert {"LICENSE", "core/logs/"} <= set(report.skipped_examples["ignored"])
 
 
+def test_gitignore_line_git_cannot_read_is_skipped_and_the_rest_applied(tmp_path: Path) -> None:
+    # psf/black's .gitignore had a lone "!": git skips that line (git status agrees), the walk raised.
+    _write(tmp_path, ".gitignore", "*.log\n!\n/generated/\n")
+    _write(tmp_path, "app.log", "x")
+    _write(tmp_path, "generated/out.py")
+    _write(tmp_path, "src/main.py")
+    report = walk_repo(tmp_path)
+    assert [s.path for s in report.files] == ["src/main.py"]
+    assert {"app.log", "generated/"} <= set(report.skipped_examples["ignored"])
+
+
 def test_nested_gitignore_negation_and_info_exclude(tmp_path: Path) -> None:
     _write(tmp_path, ".gitignore", "*.log\n!keep.log\n/generated/\n")
     _write(tmp_path, "app.log", "x")

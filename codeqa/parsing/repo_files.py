@@ -282,7 +282,20 @@ def _layer_for(abs_dir: str, rel_dir: str, is_root: bool) -> _IgnoreLayer | None
     # Plain last-match-wins patterns, as git applies them to each path it visits. GitIgnoreSpec
     # adds a rule for files below an excluded directory (which the walk prunes anyway) and gets
     # directories wrong with it: `*` then `!*/` (un-ignore every directory) left them ignored.
-    return _IgnoreLayer(rel_dir, pathspec.PathSpec.from_lines("gitignore", lines))
+    return _IgnoreLayer(rel_dir, _ignore_spec(lines))
+
+
+def _ignore_spec(lines: list[str]) -> pathspec.PathSpec:
+    """The patterns git can read; git skips a line it cannot (psf/black's `.gitignore` has a
+    lone `!`, on which `PathSpec.from_lines` raises) and applies the rest, and so does the walk."""
+    pattern = pathspec.util.lookup_pattern("gitignore")
+    patterns = []
+    for line in lines:
+        try:
+            patterns.append(pattern(line))
+        except ValueError:  # pathspec's GitIgnorePatternError
+            continue
+    return pathspec.PathSpec(patterns)
 
 
 def _is_vendored_dir(name: str, abs_path: str) -> bool:
