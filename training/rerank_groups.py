@@ -90,10 +90,11 @@ def build_groups(mirror: Path, out: Path, processes: int) -> None:
           f"({sum(len(by_repo[r]) for r in absent)} records)", file=sys.stderr)
 
 
-def tokenize(lists: list[tuple[str, list[str], list[bool]]], out: Path) -> None:
+def tokenize(lists: list[tuple[str, list[str], list[bool]]], out: Path, offsets: list[list[float]] | None = None) -> None:
     """(query, documents, which are changed) lists as one npz: every pair's token ids back to
     back (uint16: the vocabulary has 30,522), each pair's start, length, question length (its
-    segment 0) and label, and each list's first pair."""
+    segment 0) and label, and each list's first pair; with `offsets`, each pair's score before
+    the reranker's logit is added (`search_lists.py`: the definition model's)."""
     import numpy as np
 
     from codeqa.search.rerank import CrossEncoderReranker
@@ -110,7 +111,8 @@ def tokenize(lists: list[tuple[str, list[str], list[bool]]], out: Path) -> None:
             questions.append(encoding.type_ids.count(0))
             ids.extend(encoding.ids)
     lists_at.append(len(starts))
-    np.savez_compressed(out, ids=np.asarray(ids, dtype=np.uint16), starts=np.asarray(starts, dtype=np.int64),
+    extra = {"offsets": np.asarray([x for row in offsets for x in row], dtype=np.float32)} if offsets else {}
+    np.savez_compressed(out, **extra, ids=np.asarray(ids, dtype=np.uint16), starts=np.asarray(starts, dtype=np.int64),
                         lengths=np.asarray(lengths, dtype=np.int16), questions=np.asarray(questions, dtype=np.int16),
                         labels=np.asarray(labels, dtype=np.bool_), lists=np.asarray(lists_at, dtype=np.int64))
     print(f"{len(lists)} lists, {len(starts)} pairs, {len(ids)} tokens -> {out}", file=sys.stderr)

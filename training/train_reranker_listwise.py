@@ -10,7 +10,9 @@ The shipped reranker learnt from one hard negative per query, two thirds of an e
 Search uses it to order the best definitions of one file, so here each step reads, for every
 group of the batch (`rerank_groups.py`: a query, one changed definition, up to eight other
 definitions of its file), all of the group's pairs and applies cross-entropy over the group's
-logits. The start is the shipped int8 file read back (`cross_encoder.from_onnx`); the word
+logits. `search_lists.py`'s lists (`--groups`) carry each definition's score from the
+definition model, which is added to its logit, so the loss is over the order search makes. The
+start is the shipped int8 file read back (`cross_encoder.from_onnx`); the word
 embeddings stay frozen (two thirds of the weights, and what the data is least able to move), so
 an epoch's file holds only the rest, in fp16 (11 MB: it fits what a GPU run may send back).
 
@@ -45,6 +47,8 @@ class PairLists:
         data = np.load(path)
         self.ids, self.starts, self.lengths = data["ids"], data["starts"], data["lengths"]
         self.questions, self.labels, self.lists = data["questions"], data["labels"], data["lists"]
+        # what search adds the logit to (the definition model's score, `search_lists.py`); 0 for groups
+        self.offsets = data["offsets"] if "offsets" in data else np.zeros(len(self.starts), dtype=np.float32)
 
     def __len__(self) -> int:
         return len(self.lists) - 1
@@ -73,16 +77,18 @@ class PairLists:
             spans.append(range(at, at + size))
             at += size
         inputs = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": types}
-        return {name: tensor.to(device) for name, tensor in inputs.items()}, spans
+        offsets = torch.from_numpy(self.offsets[rows].astype("float32")).to(device)
+        return {name: tensor.to(device) for name, tensor in inputs.items()}, spans, offsets
 
 
 def grouped_logits(model, data: PairLists, lists: list[int], device: str):
-    """(len(lists), longest list) logits, -inf past each list's end."""
+    """(len(lists), longest list) logits plus each pair's offset (the order search makes), -inf
+    past each list's end."""
     import torch
 
-    inputs, spans = data.batch(lists, device)
+    inputs, spans, offsets = data.batch(lists, device)
     with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=device == "cuda"):
-        flat = model(**inputs).logits.view(-1).float()
+        flat = model(**inputs).logits.view(-1).float() + offsets
     grouped = torch.full((len(lists), max(len(span) for span in spans)), float("-inf"), device=device)
     for row, span in enumerate(spans):
         grouped[row, : len(span)] = flat[span.start:span.stop]
