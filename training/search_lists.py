@@ -1,7 +1,7 @@
 """The reranker's training lists as search hands them: a file's best definitions by the definition model.
 
-    python -m training.search_lists --mirror /work/.mirror --cache /work/cache/lists \\
-        --repos sharkdp/fd psf/black ...          # resumable: a repository already done is skipped
+    python -m training.search_lists --mirror /work/.mirror --repos sharkdp/fd psf/black ...
+                                                  # resumable: a repository already done is skipped
     python -m training.search_lists --tokenize    # then train_reranker_listwise.py --groups ...
 
 Search asks the reranker to reorder the best RERANK_PER_FILE definitions (by the definition
@@ -39,6 +39,7 @@ from training.sources import MIRROR, check_allowed
 from training.train_embedder import load_records
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "data" / "search_lists"
+DEFAULT_CACHE = DEFAULT_OUT.with_name("search_lists_cache")  # checkouts and index snapshots
 
 
 class ListRecorder:
@@ -145,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--repos", nargs="+", default=[], help="training repositories (owner/name) to index")
     parser.add_argument("--tokenize", action="store_true", help="write the trainer's npz files from --out's lists")
     parser.add_argument("--mirror", type=Path, default=MIRROR, help="bare mirrors <owner>+<name>/repo")
-    parser.add_argument("--cache", type=Path, default=Path("/work/cache/lists"), help="checkouts and index snapshots")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="checkouts and index snapshots")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="one .jsonl.gz a repository")
     parser.add_argument("--max-records", type=int, default=150, help="records searched a repository")
     return parser
