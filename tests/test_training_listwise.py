@@ -1,9 +1,12 @@
-"""training/rerank_groups.py and train_reranker_listwise.py: groups read from a real git history,
-pairs tokenised as search tokenises them, a padded batch scoring as search's unpadded pairs, and
-a run that resumes and merges back into a checkpoint `export_onnx.py` reads."""
+"""training/rerank_groups.py, search_lists.py and train_reranker_listwise.py: groups read from a
+real git history, search's lists split into one list a changed definition, pairs tokenised as
+search tokenises them, a padded batch scoring as search's unpadded pairs, and a run that resumes
+and merges back into a checkpoint `export_onnx.py` reads."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import subprocess
 from pathlib import Path
 
@@ -16,6 +19,7 @@ import numpy as np
 from codeqa.search.rerank import RERANKER_NAME, CrossEncoderReranker, reranker_model
 from training import distil_reranker, train_reranker
 from training.rerank_groups import record_groups, tokenize
+from training.search_lists import tokenize_lists
 from training.train_embedder import FileTexts
 from training.train_reranker_listwise import FROZEN, PairLists, grouped_logits
 from training.train_reranker_listwise import main as listwise_main
@@ -79,8 +83,9 @@ def test_tokenised_lists_read_back_as_search_encodes_them(tmp_path: Path):
     assert len(lists) == 2 and list(lists.pairs(1)) == [3, 4]
     assert lists.labels.tolist() == [True, False, False, False, True]
     expected = CrossEncoderReranker(RERANKER_NAME).encode(QUESTION, DEFINITIONS)
-    inputs, spans = lists.batch([0], "cpu")
+    inputs, spans, offsets = lists.batch([0], "cpu")
     assert spans == [range(0, 3)]
+    assert offsets.tolist() == [0.0, 0.0, 0.0]  # groups carry no definition scores
     for row, encoding in enumerate(expected):
         length = len(encoding.ids)
         assert inputs["input_ids"][row, :length].tolist() == encoding.ids
@@ -89,18 +94,40 @@ def test_tokenised_lists_read_back_as_search_encodes_them(tmp_path: Path):
     assert len(expected[2].ids) == 256  # the long definition was cut where search cuts it
 
 
-def test_a_padded_batch_scores_as_search_scores_each_pair_alone(tmp_path: Path):
+def test_search_lists_become_one_list_a_changed_definition_held_back_by_repository(tmp_path: Path):
+    def listed(repo: str, changed: list[bool]) -> dict:
+        return {"id": f"{repo}-1", "repo": repo, "question": QUESTION, "file": "shop/cart.py",
+                "definitions": [{"name": f"d{i}", "line": i, "score": float(10 - i), "text": text, "changed": flag}
+                                for i, (text, flag) in enumerate(zip(DEFINITIONS, changed, strict=True))]}
+
+    with gzip.open(tmp_path / "shop+cart.jsonl.gz", "wt", encoding="utf-8") as out:
+        out.write(json.dumps(listed("shop/cart", [False, True, True])) + "\n")
+    with gzip.open(tmp_path / "rack+rack.jsonl.gz", "wt", encoding="utf-8") as out:  # a validation_repos() one
+        out.write(json.dumps(listed("rack/rack", [True, False, False])) + "\n")
+    tokenize_lists(tmp_path)
+    lists, held_back = PairLists(tmp_path / "lists.npz"), PairLists(tmp_path / "held_back.npz")
+    # each changed definition first, before the unchanged ones only (the other changed one is no negative)
+    assert len(lists) == 2 and lists.labels.tolist() == [True, False, True, False]
+    assert lists.offsets.tolist() == [9.0, 10.0, 8.0, 10.0]
+    assert len(held_back) == 1 and held_back.offsets.tolist() == [10.0, 9.0, 8.0]
+
+
+def test_a_padded_batch_scores_as_search_orders_each_pair_alone(tmp_path: Path):
+    """The logits of a padded batch are search's, plus the definition scores a list carries
+    (`search_lists.py`): the order search makes."""
     import torch
 
     from training.cross_encoder import from_onnx
 
+    scores = [[1.5, -2.0, 0.25], [0.0, 3.0]]
     tokenize([(QUESTION, DEFINITIONS, [True, False, False]), (PRICES, DEFINITIONS[:2], [False, True])],
-             tmp_path / "lists.npz")
+             tmp_path / "lists.npz", scores)
     model = from_onnx(reranker_model(RERANKER_NAME).checked_path()).eval()
     with torch.no_grad():
         logits = grouped_logits(model, PairLists(tmp_path / "lists.npz"), [0, 1], "cpu")
     served = CrossEncoderReranker(RERANKER_NAME)
-    shipped = served.score(QUESTION, DEFINITIONS) + served.score(PRICES, DEFINITIONS[:2])
+    shipped = [logit + score for logit, score in zip(
+        served.score(QUESTION, DEFINITIONS) + served.score(PRICES, DEFINITIONS[:2]), scores[0] + scores[1], strict=True)]
     rebuilt = logits[0].tolist() + logits[1, :2].tolist()
     assert logits[1, 2].item() == float("-inf")  # past the second list's end
     assert np.std(shipped) > 0.3
