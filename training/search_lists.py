@@ -34,9 +34,15 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from training.sources import MIRROR, check_allowed
 from training.train_embedder import load_records
+
+if TYPE_CHECKING:
+    from codeqa.core.config import Settings
+    from eval.realistic.corpus import Corpus
+    from eval.realistic.snapshots import SnapshotStore
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "data" / "search_lists"
 DEFAULT_CACHE = DEFAULT_OUT.with_name("search_lists_cache")  # checkouts and index snapshots
@@ -81,7 +87,8 @@ def middle_commit(git_dir: Path, commits: list[str]) -> str:
     return times[len(times) // 2][1]
 
 
-def repo_lists(repo: str, records: list[dict], corpus, store, settings, recorder: ListRecorder) -> tuple[list[dict], dict]:
+def repo_lists(repo: str, records: list[dict], corpus: Corpus, store: SnapshotStore, settings: Settings,
+               recorder: ListRecorder) -> tuple[list[dict], dict]:
     """Index `repo` once, search each record, keep the lists holding a changed definition."""
     from codeqa.search.options import SearchOptions
     from codeqa.search.retrieval import Retriever
